@@ -1,0 +1,236 @@
+"""The sandbox cluster's Hadoop configuration, as plain data.
+
+Pure functions from a :class:`Layout` (directories, ports, user) to the
+properties of ``core-site.xml``, ``hdfs-site.xml``, ``yarn-site.xml`` and
+``capacity-scheduler.xml``; :func:`to_xml` renders one such mapping. Kept free
+of I/O so the topology (two NodeManagers, one in an exclusive ``gpu``
+partition; queues ``default`` and ``ml-gpu``) is tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+GPU_LABEL = "gpu"
+QUEUES = ("default", "ml-gpu")
+#: Memory and vcores of each NodeManager: two of them fit a 2-core, 24 GiB host.
+NM_MEMORY_MB = 8192
+NM_VCORES = 8
+
+#: Port names the sandbox allocates; each maps to one listening socket.
+PORT_NAMES = (
+    "namenode_rpc",
+    "namenode_http",
+    "datanode",
+    "datanode_http",
+    "datanode_ipc",
+    "rm",
+    "rm_scheduler",
+    "rm_tracker",
+    "rm_admin",
+    "rm_http",
+    "nm_cpu",
+    "nm_cpu_localizer",
+    "nm_cpu_http",
+    "nm_gpu",
+    "nm_gpu_localizer",
+    "nm_gpu_http",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where one sandbox lives: its directory, jar cache, ports and admin user."""
+
+    root: Path
+    lib: Path
+    ports: dict[str, int]
+    user: str
+    host: str = "127.0.0.1"
+
+    def addr(self, name: str) -> str:
+        return f"{self.host}:{self.ports[name]}"
+
+    @property
+    def default_fs(self) -> str:
+        return f"hdfs://{self.addr('namenode_rpc')}"
+
+    @property
+    def conf_dir(self) -> Path:
+        """The client configuration: what ``HADOOP_CONF_DIR`` points at."""
+        return self.root / "conf"
+
+    def nm_conf_dir(self, nm: str) -> Path:
+        return self.root / f"conf-nm-{nm}"
+
+
+def core_site(layout: Layout) -> dict[str, str]:
+    return {
+        "fs.defaultFS": layout.default_fs,
+        "hadoop.tmp.dir": str(layout.root / "tmp"),
+        "hadoop.security.authentication": "simple",
+        # Fail fast when a daemon is down instead of retrying for minutes.
+        "ipc.client.connect.max.retries": "3",
+        "ipc.client.connect.retry.interval": "500",
+        "ipc.client.connect.max.retries.on.timeouts": "3",
+    }
+
+
+def hdfs_site(layout: Layout) -> dict[str, str]:
+    return {
+        "dfs.replication": "1",
+        "dfs.namenode.name.dir": f"file://{layout.root / 'hdfs' / 'name'}",
+        "dfs.datanode.data.dir": f"file://{layout.root / 'hdfs' / 'data'}",
+        "dfs.namenode.rpc-address": layout.addr("namenode_rpc"),
+        "dfs.namenode.http-address": layout.addr("namenode_http"),
+        "dfs.datanode.address": layout.addr("datanode"),
+        "dfs.datanode.http.address": layout.addr("datanode_http"),
+        "dfs.datanode.ipc.address": layout.addr("datanode_ipc"),
+        "dfs.datanode.hostname": layout.host,
+        "dfs.client.use.datanode.hostname": "true",
+        "dfs.permissions.enabled": "true",
+        "dfs.permissions.superusergroup": "supergroup",
+        "dfs.webhdfs.enabled": "true",
+        "dfs.namenode.safemode.extension": "0",
+        "dfs.namenode.resource.du.reserved": str(64 * 2**20),
+        "dfs.datanode.du.reserved": "0",
+        "dfs.heartbeat.interval": "1",
+    }
+
+
+def yarn_site(layout: Layout) -> dict[str, str]:
+    """Properties shared by the ResourceManager, NodeManagers and clients."""
+    return {
+        "yarn.resourcemanager.hostname": layout.host,
+        "yarn.resourcemanager.address": layout.addr("rm"),
+        "yarn.resourcemanager.scheduler.address": layout.addr("rm_scheduler"),
+        "yarn.resourcemanager.resource-tracker.address": layout.addr("rm_tracker"),
+        "yarn.resourcemanager.admin.address": layout.addr("rm_admin"),
+        "yarn.resourcemanager.webapp.address": layout.addr("rm_http"),
+        "yarn.resourcemanager.scheduler.class": (
+            "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler"
+        ),
+        "yarn.resourcemanager.connect.max-wait.ms": "15000",
+        "yarn.resourcemanager.connect.retry-interval.ms": "500",
+        "yarn.resourcemanager.nm-container-queuing.enabled": "false",
+        "yarn.resourcemanager.am.max-attempts": "1",
+        "yarn.scheduler.minimum-allocation-mb": "128",
+        "yarn.scheduler.maximum-allocation-mb": str(NM_MEMORY_MB),
+        "yarn.scheduler.minimum-allocation-vcores": "1",
+        "yarn.scheduler.maximum-allocation-vcores": str(NM_VCORES),
+        "yarn.acl.enable": "true",
+        "yarn.admin.acl": layout.user,
+        "yarn.node-labels.enabled": "true",
+        "yarn.node-labels.configuration-type": "distributed",
+        "yarn.node-labels.fs-store.root-dir": f"file://{layout.root / 'node-labels'}",
+        "yarn.log-aggregation-enable": "true",
+        "yarn.log-aggregation.retain-seconds": str(7 * 24 * 3600),
+        "yarn.nodemanager.remote-app-log-dir": "/tmp/logs",
+        "yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds": "-1",
+        "yarn.nodemanager.resource.memory-mb": str(NM_MEMORY_MB),
+        "yarn.nodemanager.resource.cpu-vcores": str(NM_VCORES),
+        "yarn.nodemanager.pmem-check-enabled": "false",
+        "yarn.nodemanager.vmem-check-enabled": "false",
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "99.9",
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": "256",
+        "yarn.nodemanager.delete.debug-delay-sec": "0",
+        "yarn.nodemanager.env-whitelist": (
+            "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,"
+            "HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ"
+        ),
+        # The sandbox has no Hadoop distribution: applications (skein's
+        # application master) get the configuration and the cached jars.
+        "yarn.application.classpath": f"$HADOOP_CONF_DIR,{layout.lib}/*",
+        "yarn.nodemanager.localizer.cache.target-size-mb": "20480",
+        "yarn.nodemanager.localizer.cache.cleanup.interval-ms": "3600000",
+        "yarn.timeline-service.enabled": "false",
+    }
+
+
+def nodemanager_site(layout: Layout, nm: str) -> dict[str, str]:
+    """yarn-site for NodeManager ``nm`` ("cpu" or "gpu"): own ports and dirs."""
+    props = yarn_site(layout)
+    base = layout.root / "nm" / nm
+    props.update(
+        {
+            "yarn.nodemanager.hostname": layout.host,
+            "yarn.nodemanager.address": layout.addr(f"nm_{nm}"),
+            "yarn.nodemanager.localizer.address": layout.addr(f"nm_{nm}_localizer"),
+            "yarn.nodemanager.webapp.address": layout.addr(f"nm_{nm}_http"),
+            "yarn.nodemanager.local-dirs": str(base / "local"),
+            "yarn.nodemanager.log-dirs": str(base / "logs"),
+            "yarn.nodemanager.recovery.dir": str(base / "recovery"),
+        }
+    )
+    if nm == GPU_LABEL:
+        props["yarn.nodemanager.node-labels.provider"] = "config"
+        props["yarn.nodemanager.node-labels.provider.configured-node-partition"] = GPU_LABEL
+    return props
+
+
+def capacity_scheduler(layout: Layout) -> dict[str, str]:
+    """Queues ``default`` and ``ml-gpu``; only ``ml-gpu`` reaches the gpu partition.
+
+    Both queues share the unlabelled partition, and each may grow to all of
+    it so a lone test can use the whole cluster. Queue administration (which
+    would let anyone kill anyone's application) is left to the admin only, so
+    application ACLs are what decides who may kill a run.
+    """
+    q = "yarn.scheduler.capacity.root"
+    return {
+        f"{q}.queues": ",".join(QUEUES),
+        f"{q}.acl_submit_applications": "*",
+        f"{q}.acl_administer_queue": layout.user,
+        f"{q}.accessible-node-labels": GPU_LABEL,
+        f"{q}.accessible-node-labels.{GPU_LABEL}.capacity": "100",
+        f"{q}.default.capacity": "50",
+        f"{q}.default.maximum-capacity": "100",
+        f"{q}.default.user-limit-factor": "2",
+        f"{q}.default.acl_submit_applications": "*",
+        f"{q}.default.acl_administer_queue": layout.user,
+        # A single space means "no labels": default never reaches gpu nodes.
+        f"{q}.default.accessible-node-labels": " ",
+        f"{q}.ml-gpu.capacity": "50",
+        f"{q}.ml-gpu.maximum-capacity": "100",
+        f"{q}.ml-gpu.user-limit-factor": "2",
+        f"{q}.ml-gpu.acl_submit_applications": "*",
+        f"{q}.ml-gpu.acl_administer_queue": layout.user,
+        f"{q}.ml-gpu.accessible-node-labels": GPU_LABEL,
+        f"{q}.ml-gpu.accessible-node-labels.{GPU_LABEL}.capacity": "100",
+        f"{q}.ml-gpu.accessible-node-labels.{GPU_LABEL}.maximum-capacity": "100",
+        "yarn.scheduler.capacity.maximum-am-resource-percent": "0.5",
+        "yarn.scheduler.capacity.node-locality-delay": "-1",
+        "yarn.scheduler.capacity.resource-calculator": (
+            "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
+        ),
+    }
+
+
+def to_xml(props: dict[str, str]) -> bytes:
+    """Render properties as a Hadoop ``<configuration>`` document."""
+    root = ET.Element("configuration")
+    for name, value in props.items():
+        prop = ET.SubElement(root, "property")
+        ET.SubElement(prop, "name").text = name
+        ET.SubElement(prop, "value").text = value
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+LOG4J = """\
+log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.logger.org.eclipse.jetty=WARN
+log4j.logger.org.apache.hadoop.ipc.Server=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN
+log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+log4j.logger.org.apache.hadoop.yarn.server.resourcemanager.RMAuditLogger=WARN
+log4j.logger.org.apache.hadoop.yarn.server.nodemanager.NMAuditLogger=WARN
+"""
