@@ -1,0 +1,81 @@
+// @vitest-environment node
+// The bundle the Python side loads as `_esm`: one self-contained ES module whose default
+// export renders. esbuild refuses to run inside vitest's jsdom environment, so this file
+// runs in node and makes its own jsdom document.
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
+import { JSDOM } from "jsdom";
+
+import { buildOptions } from "../build.js";
+
+function fakeModel(data) {
+  const handlers = new Map();
+  return {
+    get: (k) => data[k],
+    set(k, v) {
+      data[k] = v;
+      for (const cb of [...(handlers.get(`change:${k}`) || [])]) cb(this, v);
+    },
+    on(ev, cb) {
+      if (!handlers.has(ev)) handlers.set(ev, new Set());
+      handlers.get(ev).add(cb);
+    },
+    off(ev, cb) {
+      handlers.get(ev)?.delete(cb);
+    },
+    send() {},
+    save_changes() {},
+    totalListeners() {
+      let n = 0;
+      for (const s of handlers.values()) n += s.size;
+      return n;
+    },
+  };
+}
+
+describe("bundle", () => {
+  it("builds into one ES module whose only export is default, and it renders", async () => {
+    const result = await build({ ...buildOptions, write: false, metafile: true, logLevel: "silent" });
+    expect(result.outputFiles.length).toBe(1);
+    expect(result.outputFiles[0].path).toBe(buildOptions.outfile);
+    const outputs = Object.values(result.metafile.outputs);
+    expect(outputs.length).toBe(1);
+    expect(outputs[0].imports).toEqual([]);
+    expect(outputs[0].exports).toEqual(["default"]);
+
+    const dir = mkdtempSync(path.join(tmpdir(), "tfyarn-bundle-"));
+    try {
+      const file = path.join(dir, "widget.mjs");
+      writeFileSync(file, result.outputFiles[0].text);
+      const mod = await import(/* @vite-ignore */ pathToFileURL(file).href);
+      const { document } = new JSDOM("<!doctype html><html><head></head><body></body></html>").window;
+      const el = document.createElement("div");
+      document.body.appendChild(el);
+      const model = fakeModel({
+        app: { app_id: "application_1_0001", state: "FINISHED", final_status: "SUCCEEDED", start_time: 1000, finish_time: 61_000 },
+        tasks: [{ task: "worker:0", type: "worker", index: 0, state: "succeeded", gpu: true }],
+        pending: [],
+        metrics: [{ step: 1, loss: 1 }, { step: 2, loss: 0.5 }],
+        failure: null,
+        summary: null,
+        error: "",
+      });
+      const stop = mod.default.render({ model, el });
+      const root = el.querySelector(".tfyarn-panel");
+      expect(root.getAttribute("data-app-id")).toBe("application_1_0001");
+      expect(el.querySelector('[data-testid="task-row"]').getAttribute("data-state")).toBe("succeeded");
+      expect(el.querySelector('[data-testid="gpu-badge"]')).not.toBeNull();
+      expect(el.querySelector('[data-testid="elapsed"]').textContent).toBe("1m 00s");
+      expect(el.querySelector('path[data-series="loss"]')).not.toBeNull();
+      expect(document.getElementById("tfyarn-jupyter-style")).not.toBeNull();
+      stop();
+      expect(model.totalListeners()).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,82 @@
+"""The quickstart's model: a small DNN classifier on scikit-learn's bundled breast-cancer data.
+
+The seed's wine-quality data cannot be downloaded here, so the quickstart
+uses a data set that ships with scikit-learn (569 samples, 30 features,
+two classes; the majority class is 63 % of it). Imported by the notebook
+and, through the ``%%tfyarn`` magic, shipped to the containers with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tfyarn_jupyter import Experiment
+
+N_TRAIN = 450
+
+
+def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Standardised features, shuffled with a fixed seed, split train / test."""
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = ((x - x.mean(0)) / x.std(0)).astype("float32")
+    order = np.random.RandomState(0).permutation(len(x))
+    x, y = x[order], y[order].astype("int32")
+    return x[:N_TRAIN], y[:N_TRAIN], x[N_TRAIN:], y[N_TRAIN:]
+
+
+def majority_rate() -> float:
+    """Accuracy of always predicting the most frequent class on the test split."""
+    _, _, _, y_test = load_data()
+    share = float(np.mean(y_test))
+    return max(share, 1 - share)
+
+
+def input_fn(x: np.ndarray, y: np.ndarray, train: bool, batch_size: int = 32):
+    import tensorflow as tf
+
+    def fn():
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
+        if train:
+            ds = ds.shuffle(len(x), seed=0).repeat()
+        return ds.batch(batch_size)
+
+    return fn
+
+
+def experiment(
+    model_dir: str,
+    max_steps: int = 400,
+    hidden_units: tuple[int, ...] = (16, 8),
+    save_checkpoints_steps: int = 100,
+    fail_on_attempt: int | None = None,
+) -> Any:
+    """The Experiment an ``experiment_fn`` returns; ``fail_on_attempt`` is for fault tests."""
+    import os
+
+    import tensorflow as tf
+
+    if fail_on_attempt is not None and int(os.environ.get("TFYARN_ATTEMPT", "0")) == fail_on_attempt:
+        raise RuntimeError(f"failing on purpose on attempt {fail_on_attempt}")
+    x_train, y_train, x_test, y_test = load_data()
+    estimator = tf.estimator.DNNClassifier(
+        hidden_units=list(hidden_units),
+        feature_columns=[tf.feature_column.numeric_column("x", shape=(x_train.shape[1],))],
+        n_classes=2,
+        optimizer=lambda: tf.keras.optimizers.legacy.Adam(0.01),
+        config=tf.estimator.RunConfig(
+            model_dir=model_dir,
+            save_checkpoints_steps=save_checkpoints_steps,
+            log_step_count_steps=50,
+        ),
+    )
+    return Experiment(
+        estimator,
+        tf.estimator.TrainSpec(input_fn(x_train, y_train, train=True), max_steps=max_steps),
+        tf.estimator.EvalSpec(
+            input_fn(x_test, y_test, train=False), steps=None, start_delay_secs=0, throttle_secs=1
+        ),
+    )

@@ -1,0 +1,131 @@
+"""HDFS access for the client: the environment cache, payloads and event logs.
+
+Talks WebHDFS (through the ``hdfs`` package) to the NameNode named in
+``HADOOP_CONF_DIR``: one HTTP request per check, no JVM to start, so a warm
+launch's "is the environment already there?" costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import posixpath
+import xml.etree.ElementTree as ET
+from functools import lru_cache
+from pathlib import Path
+
+from hdfs import HdfsError, InsecureClient
+
+
+class ClusterConfigError(RuntimeError):
+    """The Hadoop client configuration is missing or incomplete."""
+
+
+def hadoop_user() -> str:
+    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+
+
+def read_conf(name: str) -> dict[str, str]:
+    """Properties of ``$HADOOP_CONF_DIR/<name>`` (e.g. ``hdfs-site.xml``)."""
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if not conf_dir:
+        raise ClusterConfigError(
+            "HADOOP_CONF_DIR is not set: point it at your cluster's Hadoop client "
+            'configuration, or at the sandbox with eval "$(tfyarn-sandbox env)"'
+        )
+    path = Path(conf_dir) / name
+    if not path.exists():
+        raise ClusterConfigError(f"{path} does not exist: is HADOOP_CONF_DIR={conf_dir} right?")
+    root = ET.parse(path).getroot()
+    return {
+        (p.findtext("name") or "").strip(): (p.findtext("value") or "").strip()
+        for p in root.iter("property")
+    }
+
+
+def default_fs() -> str:
+    fs = read_conf("core-site.xml").get("fs.defaultFS", "")
+    if not fs.startswith("hdfs://"):
+        raise ClusterConfigError(f"fs.defaultFS is {fs!r}, not an hdfs:// URI")
+    return fs.rstrip("/")
+
+
+@lru_cache(maxsize=8)
+def _client(url: str, user: str) -> InsecureClient:
+    return InsecureClient(url, user=user)
+
+
+def client() -> InsecureClient:
+    """A WebHDFS client for the default filesystem, as the current Hadoop user."""
+    addr = read_conf("hdfs-site.xml").get("dfs.namenode.http-address")
+    if not addr:
+        raise ClusterConfigError("dfs.namenode.http-address is not set in hdfs-site.xml")
+    return _client(f"http://{addr}", hadoop_user())
+
+
+def home() -> str:
+    return f"/user/{hadoop_user()}"
+
+
+def qualify(path: str) -> str:
+    """``/user/x/f`` to ``hdfs://nn:port/user/x/f`` (what skein and YARN want)."""
+    if path.startswith("hdfs://"):
+        return path
+    return default_fs() + posixpath.normpath(path)
+
+
+def strip_scheme(path: str) -> str:
+    if path.startswith("hdfs://"):
+        rest = path[len("hdfs://") :]
+        return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return path
+
+
+def exists(path: str) -> bool:
+    return client().status(strip_scheme(path), strict=False) is not None
+
+
+def upload(local: str | os.PathLike, path: str, permission: str = "600") -> str:
+    """Upload a file atomically (write a temporary name, then rename)."""
+    c = client()
+    path = strip_scheme(path)
+    c.makedirs(posixpath.dirname(path), permission="700")
+    tmp = f"{path}.part-{os.getpid()}"
+    c.upload(tmp, str(local), overwrite=True, chunk_size=2**22)
+    c.set_permission(tmp, permission)
+    c.delete(path)
+    c.rename(tmp, path)
+    return qualify(path)
+
+
+def write_bytes(path: str, data: bytes, permission: str = "600") -> str:
+    c = client()
+    path = strip_scheme(path)
+    c.makedirs(posixpath.dirname(path), permission="700")
+    c.write(path, data, overwrite=True, permission=permission)
+    return qualify(path)
+
+
+def read_bytes(path: str) -> bytes:
+    with client().read(strip_scheme(path)) as reader:
+        return reader.read()
+
+
+def permission(path: str) -> str:
+    return client().status(strip_scheme(path))["permission"]
+
+
+__all__ = [
+    "ClusterConfigError",
+    "HdfsError",
+    "client",
+    "default_fs",
+    "exists",
+    "hadoop_user",
+    "home",
+    "permission",
+    "qualify",
+    "read_bytes",
+    "upload",
+    "write_bytes",
+]

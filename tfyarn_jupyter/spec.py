@@ -1,0 +1,167 @@
+"""What a run asks for: task types, their resources and node labels.
+
+Everything here is validated at construction and free of I/O, so a bad
+request fails in the notebook before any cluster resource is asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+#: The TensorFlow task types, in the order a panel shows them.
+TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+
+
+class SpecError(ValueError):
+    """A run's request is malformed; the message says which part and how to fix it."""
+
+
+class NodeLabel(str, enum.Enum):
+    """YARN node label a task must run on (``CPU`` is the unlabelled partition)."""
+
+    CPU = ""
+    GPU = "gpu"
+
+    @classmethod
+    def parse(cls, value: NodeLabel | str) -> NodeLabel:
+        if isinstance(value, NodeLabel):
+            return value
+        for label in cls:
+            if value.lower() in (label.value, label.name.lower()):
+                return label
+        raise SpecError(f"unknown node label {value!r}: use NodeLabel.CPU or NodeLabel.GPU")
+
+
+class Experiment(NamedTuple):
+    """What ``experiment_fn`` returns: a ``tf.estimator`` and its train/eval specs."""
+
+    estimator: Any
+    train_spec: Any
+    eval_spec: Any
+
+
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$", re.IGNORECASE)
+_UNIT_MIB = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def parse_memory(value: int | str) -> int:
+    """Memory in MiB from an int (MiB) or a string such as ``"2G"``, ``"512M"``, ``"1.5GiB"``."""
+    if isinstance(value, bool):
+        raise SpecError(f"memory must be MiB or a size like '2G', not {value!r}")
+    if isinstance(value, int):
+        mib = value
+    elif isinstance(value, str):
+        m = _MEMORY.match(value)
+        if not m:
+            raise SpecError(f"memory {value!r} is not a size: write e.g. 2048, '2G' or '512M'")
+        unit = (m.group(2) or "")[:1].upper()
+        mib = int(float(m.group(1)) * _UNIT_MIB[unit])
+    else:
+        raise SpecError(f"memory must be MiB or a size like '2G', not {type(value).__name__}")
+    if mib <= 0:
+        raise SpecError(f"memory must be positive, got {value!r}")
+    return mib
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """Resources of one task type: memory (MiB), vcores, instances and node label."""
+
+    memory: int
+    vcores: int
+    instances: int = 1
+    label: NodeLabel = NodeLabel.CPU
+
+    def __init__(
+        self,
+        memory: int | str,
+        vcores: int,
+        instances: int = 1,
+        label: NodeLabel | str = NodeLabel.CPU,
+    ) -> None:
+        for name, value in (("vcores", vcores), ("instances", instances)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SpecError(f"{name} must be an int, got {value!r}")
+            if value <= 0:
+                raise SpecError(f"{name} must be positive, got {value}")
+        object.__setattr__(self, "memory", parse_memory(memory))
+        object.__setattr__(self, "vcores", vcores)
+        object.__setattr__(self, "instances", instances)
+        object.__setattr__(self, "label", NodeLabel.parse(label))
+
+    _FORM = re.compile(
+        r"^(?P<mem>\d+(?:\.\d+)?[KMGT]?i?B?)/(?P<vcores>\d+)(?:x(?P<n>\d+))?(?P<gpu>@gpu)?$",
+        re.IGNORECASE,
+    )
+
+    @classmethod
+    def parse(cls, text: str, label: NodeLabel | str = NodeLabel.CPU) -> TaskSpec:
+        """Parse the magic's short form ``MEM/VCORES[xINSTANCES][@gpu]``, e.g. ``2G/4x8``."""
+        m = cls._FORM.match(text.strip())
+        if not m:
+            raise SpecError(
+                f"{text!r} is not MEMORY/VCORES[xINSTANCES][@gpu], e.g. 2G/4, 512M/1, 2G/4x8"
+            )
+        if m.group("gpu"):
+            label = NodeLabel.GPU
+        return cls(m.group("mem"), int(m.group("vcores")), int(m.group("n") or 1), label)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memory": self.memory,
+            "vcores": self.vcores,
+            "instances": self.instances,
+            "label": self.label.value,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TaskSpec:
+        unknown = set(d) - {"memory", "vcores", "instances", "label"}
+        if unknown:
+            raise SpecError(f"unknown TaskSpec field(s): {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+    def __str__(self) -> str:
+        gpu = "@gpu" if self.label is NodeLabel.GPU else ""
+        n = f"x{self.instances}" if self.instances != 1 else ""
+        return f"{self.memory}M/{self.vcores}{n}{gpu}"
+
+
+def validate_task_specs(task_specs: Mapping[str, TaskSpec]) -> dict[str, TaskSpec]:
+    """Check a topology; return it in panel order.
+
+    Exactly one chief, at most one evaluator, and workers only with at
+    least one ps (the estimator's parameter-server strategy needs one).
+    """
+    if not isinstance(task_specs, Mapping) or not task_specs:
+        raise SpecError('task_specs must be a non-empty dict such as {"chief": TaskSpec(...)}')
+    unknown = [t for t in task_specs if t not in TASK_TYPES]
+    if unknown:
+        raise SpecError(
+            f"unknown task type(s) {', '.join(map(repr, unknown))}: use {', '.join(TASK_TYPES)}"
+        )
+    for name, spec in task_specs.items():
+        if not isinstance(spec, TaskSpec):
+            raise SpecError(f"task_specs[{name!r}] must be a TaskSpec, got {type(spec).__name__}")
+    chief = task_specs.get("chief")
+    if chief is None:
+        raise SpecError('a run needs exactly one "chief" task: add "chief": TaskSpec(...)')
+    if chief.instances != 1:
+        raise SpecError(f"a run needs exactly one chief, got instances={chief.instances}")
+    evaluator = task_specs.get("evaluator")
+    if evaluator is not None and evaluator.instances != 1:
+        raise SpecError(f"a run takes at most one evaluator, got instances={evaluator.instances}")
+    if "worker" in task_specs and "ps" not in task_specs:
+        raise SpecError('workers need at least one "ps" task: add "ps": TaskSpec(...)')
+    return {t: task_specs[t] for t in TASK_TYPES if t in task_specs}
+
+
+def task_names(task_specs: Mapping[str, TaskSpec]) -> list[str]:
+    """Every task of a topology as ``type:index``, in panel order."""
+    return [
+        f"{t}:{i}" for t in TASK_TYPES if t in task_specs for i in range(task_specs[t].instances)
+    ]

@@ -1,0 +1,254 @@
+"""A run's state, derived from what YARN and the tasks report. Pure: no I/O.
+
+The poller gathers three things per poll (the application report, skein's
+container list, the events in the key-value store) and :func:`derive` turns
+them into a :class:`RunStatus` the panel and ``Run.status()`` show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .events import Events
+from .spec import TASK_TYPES, NodeLabel, TaskSpec, task_names
+
+#: Task states, in the order a task goes through them.
+TASK_STATES = ("requested", "allocated", "running", "succeeded", "failed", "killed")
+ENDED_TASK = {"succeeded", "failed", "killed"}
+ENDED_APP = {"FINISHED", "FAILED", "KILLED"}
+SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+
+
+def is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(m in upper for m in SECRET_MARKERS)
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment as it may be shown: secret-looking values masked."""
+    return {k: ("***" if is_secret(k) else v) for k, v in env.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class ContainerInfo:
+    """The parts of a skein container report the panel needs."""
+
+    task: str
+    state: str  # skein's: WAITING, REQUESTED, RUNNING, SUCCEEDED, FAILED, KILLED
+    container_id: str = ""
+    node_http: str = ""
+    start_time: float = 0.0  # epoch ms
+    finish_time: float = 0.0
+    exit_message: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class AppInfo:
+    """The parts of YARN's application report the panel needs."""
+
+    app_id: str
+    name: str = ""
+    queue: str = ""
+    user: str = ""
+    state: str = "NEW"
+    final_status: str = "UNDEFINED"
+    start_time: float = 0.0  # epoch ms
+    finish_time: float = 0.0
+    tracking_url: str = ""
+    diagnostics: str = ""
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED_APP
+
+
+@dataclasses.dataclass
+class TaskState:
+    task: str
+    type: str
+    index: int
+    state: str = "requested"
+    node: str = ""
+    gpu: bool = False
+    container_id: str = ""
+    start_time: float = 0.0  # epoch ms
+    finish_time: float = 0.0
+    exit_message: str = ""
+
+    @property
+    def duration_s(self) -> float:
+        if not self.start_time:
+            return 0.0
+        end = self.finish_time or 0.0
+        return max(0.0, (end - self.start_time) / 1000) if end else 0.0
+
+
+@dataclasses.dataclass
+class RunStatus:
+    """One snapshot of a run: application, tasks, what is pending, metrics, failure."""
+
+    app: AppInfo
+    tasks: list[TaskState]
+    pending: list[str]
+    metrics: list[dict[str, Any]]
+    failure: dict[str, str] | None
+    attempt: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.app.ended
+
+    @property
+    def succeeded(self) -> bool:
+        return self.app.state == "FINISHED" and self.app.final_status == "SUCCEEDED"
+
+    def by_type(self) -> dict[str, list[TaskState]]:
+        out: dict[str, list[TaskState]] = {}
+        for t in self.tasks:
+            out.setdefault(t.type, []).append(t)
+        return out
+
+    def summary(self) -> dict[str, Any] | None:
+        if not self.ended:
+            return None
+        start, end = self.app.start_time, self.app.finish_time
+        return {
+            "final_status": self.app.final_status if self.app.state != "KILLED" else "KILLED",
+            "duration_s": round((end - start) / 1000, 1) if start and end else 0.0,
+            "tasks": {
+                t.task: {"state": t.state, "duration_s": round(t.duration_s, 1)}
+                for t in self.tasks
+            },
+            "metrics": dict(self.metrics[-1]) if self.metrics else {},
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the widget's traits and the event log."""
+        return {
+            "app": dataclasses.asdict(self.app),
+            "tasks": [dataclasses.asdict(t) for t in self.tasks],
+            "pending": list(self.pending),
+            "metrics": [dict(m) for m in self.metrics],
+            "failure": self.failure,
+            "summary": self.summary(),
+            "attempt": self.attempt,
+        }
+
+
+def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app: AppInfo) -> str:
+    app_ended = app.ended
+    if app.ended and app.final_status == "SUCCEEDED" and "stop" in events:
+        return "failed" if events["stop"].get("traceback") else "succeeded"
+    if container is None:
+        return "killed" if app_ended else "requested"
+    s = container.state.upper()
+    if s in ("WAITING", "REQUESTED"):
+        return "killed" if app_ended else "requested"
+    if s == "RUNNING":
+        if app_ended:
+            return "killed"
+        return "running" if "container" in events else "allocated"
+    if s == "SUCCEEDED":
+        return "succeeded"
+    if s == "FAILED":
+        return "failed"
+    return "killed"
+
+
+def derive(
+    app: AppInfo,
+    task_specs: Mapping[str, TaskSpec],
+    containers: Iterable[ContainerInfo],
+    events: Events,
+    node_labels: Mapping[str, Sequence[str]],
+    attempt: int = 0,
+) -> RunStatus:
+    """Combine one poll's reports into the run's state.
+
+    ``node_labels`` maps a NodeManager's HTTP address to its labels. When a
+    task was restarted, its latest container counts.
+    """
+    latest: dict[str, ContainerInfo] = {}
+    for c in containers:
+        prev = latest.get(c.task)
+        if prev is None or c.start_time >= prev.start_time:
+            latest[c.task] = c
+    tasks: list[TaskState] = []
+    for name in task_names(task_specs):
+        ttype, _, idx = name.partition(":")
+        c = latest.get(name)
+        ev = events.task(name)
+        state = _task_state(c, ev, app)
+        if state == "succeeded" and ev.get("stop", {}).get("traceback"):
+            state = "failed"
+        tasks.append(
+            TaskState(
+                task=name,
+                type=ttype,
+                index=int(idx),
+                state=state,
+                node=c.node_http if c else "",
+                gpu=bool(c and NodeLabel.GPU.value in node_labels.get(c.node_http, ())),
+                container_id=c.container_id if c else "",
+                start_time=c.start_time if c else 0.0,
+                finish_time=c.finish_time if c else 0.0,
+                exit_message=c.exit_message if c else "",
+            )
+        )
+    return RunStatus(
+        app=app,
+        tasks=tasks,
+        pending=pending_reasons(app, task_specs, tasks),
+        metrics=list(events.metrics),
+        failure=first_failure(tasks, events, app),
+        attempt=attempt,
+    )
+
+
+def pending_reasons(
+    app: AppInfo, task_specs: Mapping[str, TaskSpec], tasks: Sequence[TaskState]
+) -> list[str]:
+    """Per task type still waiting for containers: how many are allocated, and for what."""
+    if app.ended:
+        return []
+    if app.state in ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED"):
+        return [f"application {app.state.lower()}: waiting for the application master "
+                f"on queue {app.queue or '?'}"]  # fmt: skip
+    out = []
+    for ttype in TASK_TYPES:
+        spec = task_specs.get(ttype)
+        if spec is None:
+            continue
+        mine = [t for t in tasks if t.type == ttype]
+        waiting = [t for t in mine if t.state == "requested"]
+        if not waiting:
+            continue
+        got = len(mine) - len(waiting)
+        where = (
+            f"free '{spec.label.value}' capacity" if spec.label.value else "free capacity"
+        )
+        out.append(
+            f"{ttype}: {got} of {len(mine)} allocated; waiting for {where} on queue "
+            f"{app.queue} ({spec.memory} MiB, {spec.vcores} vcores each)"
+        )
+    return out
+
+
+def first_failure(
+    tasks: Sequence[TaskState], events: Events, app: AppInfo
+) -> dict[str, str] | None:
+    """The task whose failure ended the run (earliest stop with a traceback)."""
+    failed = []
+    for t in tasks:
+        tb = events.traceback(t.task)
+        if tb or t.state == "failed":
+            at = events.task(t.task).get("stop", {}).get("t") or (t.finish_time / 1000) or 1e18
+            failed.append((at, t.task, tb or t.exit_message))
+    if failed:
+        _, task, tb = min(failed)
+        return {"task": task, "traceback": tb}
+    if app.final_status == "FAILED":
+        return {"task": "", "traceback": app.diagnostics}
+    return None
