@@ -456,16 +456,38 @@ class Run:
         weakref.finalize(self, stop.set)
 
     # -- state --
+    @property
+    def last_status(self) -> RunStatus | None:
+        return self._poller.last
+
     def status(self) -> RunStatus:
         """One fresh snapshot (a fixed, small number of calls whatever the size)."""
         with self._lock:
+            was_ended = self._poller.ended
             st = self._poller.poll()
             st.attempt = self.attempt
+            if st.ended and not was_ended:
+                self._persist(st)
             if st.ended and not st.succeeded and self.attempt < self.nb_retries:
                 self._retry()
                 st = self._poller.poll()
                 st.attempt = self.attempt
             return st
+
+    def _persist(self, st: RunStatus) -> None:
+        """Keep the run's history (states, times, tracebacks, metrics) on HDFS, owner-only."""
+        record = {
+            "version": 1,
+            "status": st.to_dict(),
+            "task_specs": {t: s.to_dict() for t, s in self.task_specs.items()},
+            "events": {"tasks": self._poller.events.tasks},
+            "attempts": list(self.attempts),
+            "env": self._env,
+        }
+        with contextlib.suppress(Exception):
+            filesystem.write_bytes(
+                event_log_path(st.app.app_id), json.dumps(record).encode(), permission="600"
+            )
 
     def _retry(self) -> None:
         assert self._spec is not None
@@ -650,14 +672,40 @@ def run_on_yarn(
         raise
 
 
-def attach(app_id: str, task_specs: Mapping[str, TaskSpec] | None = None) -> Run:
-    """A handle on a run launched earlier (another kernel, or detached)."""
+def event_log_path(app_id: str) -> str:
+    return f"{filesystem.home()}/.tfyarn/runs/{app_id}.json"
+
+
+def read_event_log(app_id: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(filesystem.read_bytes(event_log_path(app_id)))
+    except filesystem.HdfsError:
+        return None
+
+
+def attach(app_id: str) -> Run:
+    """A handle on a run launched earlier (another kernel, detached, or finished).
+
+    A live run's topology comes from its application master; a finished
+    run's final state from the event log it left on HDFS.
+    """
     client = get_client()
     report = client.application_report(app_id)
-    if task_specs is None:
-        task_specs = poller.task_specs_of(client, app_id, report)
-    run = Run(client, app_id, task_specs, heartbeat=str(report.state) not in ENDED_APP)
-    return run
+    state = poller.app_info(report).state
+    if state in ENDED_APP:
+        record = read_event_log(app_id)
+        if record is None:
+            raise RunFailed(
+                f"{app_id} ended {state} and left no tfyarn event log "
+                f"({event_log_path(app_id)}): was it launched by tfyarn_jupyter?"
+            )
+        specs = {t: TaskSpec.from_dict(d) for t, d in record["task_specs"].items()}
+        run = Run(client, app_id, specs, heartbeat=False, detached=True)
+        run._poller.restore(record)
+        return run
+    specs = poller.task_specs_of(client, app_id, report)
+    # Attaching does not take ownership: the new kernel leaves the run running on exit.
+    return Run(client, app_id, specs, heartbeat=True, detached=True)
 
 
 def events_snapshot(run: Run) -> events.Events:

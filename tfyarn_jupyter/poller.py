@@ -83,6 +83,22 @@ class StatusSource:
     def ended(self) -> bool:
         return self.last is not None and self.last.ended
 
+    def restore(self, record: Mapping[str, Any]) -> None:
+        """Load a finished run's final view from its event log."""
+        from .state import TaskState
+
+        st = record["status"]
+        self.events = Events(tasks=dict(record.get("events", {}).get("tasks", {})),
+                             metrics=list(st.get("metrics", [])))  # fmt: skip
+        self.last = RunStatus(
+            app=AppInfo(**st["app"]),
+            tasks=[TaskState(**t) for t in st["tasks"]],
+            pending=[],
+            metrics=list(st.get("metrics", [])),
+            failure=st.get("failure"),
+            attempt=st.get("attempt", 0),
+        )
+
     def _am(self) -> skein.ApplicationClient | None:
         if self._app_client is None:
             try:

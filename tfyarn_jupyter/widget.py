@@ -1,14 +1,183 @@
-"""Placeholder; replaced by the panel."""
+"""The live panel under a ``%%tfyarn`` cell: synced state, one-off actions as messages.
+
+State lives in synced traits (``app``, ``tasks``, ``pending``, ``metrics``,
+``failure``, ``summary``, ``error``) that a background :class:`~.poller.Poller`
+refreshes; the front end (``js/src/widget.js``, bundled into ``static/``)
+sends ``cancel``, ``kill`` and ``logs`` as custom messages. Where no widget
+front end exists, :func:`status_html` renders the same state as static HTML,
+which is also what stays in a saved notebook.
+"""
+
 from __future__ import annotations
 
 import html
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
 
 from .state import RunStatus
 
+if TYPE_CHECKING:
+    from .launch import Run
+
+_BUNDLE = Path(__file__).with_name("static") / "widget.js"
+_COLOURS = {
+    "requested": "#888",
+    "allocated": "#c90",
+    "running": "#1a73e8",
+    "succeeded": "#188038",
+    "failed": "#d93025",
+    "killed": "#555",
+}
+
+
+def _bundle() -> str | Path:
+    if _BUNDLE.exists():
+        return _BUNDLE
+    # An install without the built front end still shows the static summary.
+    return "export default { render({ el }) { el.textContent = 'tfyarn: front end not built'; } }"
+
+
+class RunPanel(anywidget.AnyWidget):
+    """Watches one :class:`~tfyarn_jupyter.launch.Run` and steers it from the browser."""
+
+    _esm = _bundle()
+    app = traitlets.Dict().tag(sync=True)
+    tasks = traitlets.List().tag(sync=True)
+    pending = traitlets.List().tag(sync=True)
+    metrics = traitlets.List().tag(sync=True)
+    failure = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    summary = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, run: Run, *, interval: float = 1.0, start: bool = True, **kwargs: Any):
+        super().__init__(**kwargs)
+        from .poller import Poller
+
+        self.run = run
+        #: Every distinct (task, state, node, gpu) the panel showed, for tests and history.
+        self.seen: set[tuple[str, str, str, str, bool]] = set()
+        self.metrics_seen_while_running = 0
+        self.first_all_running_s: float | None = None
+        self._created = time.monotonic()
+        self._lock = threading.Lock()
+        self._listeners: list[Any] = []
+        self.on_msg(self._handle_msg)
+        self.poller = Poller(run.status, self.update, interval=interval)
+        if start:
+            self.poller.start()
+
+    def add_listener(self, fn: Any) -> None:
+        """Call ``fn(status)`` after each update (the magic refreshes its HTML summary)."""
+        self._listeners.append(fn)
+
+    def update(self, st: RunStatus) -> None:
+        d = st.to_dict()
+        with self._lock:
+            for t in st.tasks:
+                self.seen.add((t.task, t.type, t.state, t.node, t.gpu))
+            if st.app.state == "RUNNING" and st.metrics:
+                self.metrics_seen_while_running = max(
+                    self.metrics_seen_while_running, len(st.metrics)
+                )
+            if (
+                self.first_all_running_s is None
+                and st.tasks
+                and all(t.state == "running" for t in st.tasks)
+            ):
+                self.first_all_running_s = time.monotonic() - self._created
+            with self.hold_sync():
+                self.app = d["app"]
+                self.tasks = d["tasks"]
+                self.pending = d["pending"]
+                self.metrics = d["metrics"]
+                self.failure = d["failure"]
+                self.summary = d["summary"]
+        for fn in self._listeners:
+            fn(st)
+
+    def _handle_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
+        kind = content.get("type")
+        try:
+            if kind == "cancel":
+                self.run.cancel()
+            elif kind == "kill":
+                self.run.kill_task(str(content["task"]))
+            elif kind == "logs":
+                task = str(content["task"])
+                logs = self.run.logs(task)
+                self.send({"type": "logs", "task": task, **logs})
+            else:
+                raise ValueError(f"unknown action {kind!r}")
+            self.error = ""
+        except Exception as exc:  # report in the panel, never kill the comm
+            message = f"{kind} failed: {type(exc).__name__}: {exc}"
+            self.error = message
+            self.send({"type": "error", "message": message})
+
+    def close(self) -> None:
+        self.poller.stop()
+        super().close()
+
+    def _repr_mimebundle_(self, **kwargs: Any):  # type: ignore[override]
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict) and self.run.last_status is not None:
+            bundle["text/plain"] = f"tfyarn run {self.run.app_id}"
+        return bundle
+
+
+def _fmt_time(ms: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) if ms else ""
+
 
 def status_html(st: RunStatus) -> str:
-    rows = "".join(
-        f"<tr><td>{html.escape(t.task)}</td><td>{t.state}</td><td>{html.escape(t.node)}</td></tr>"
-        for t in st.tasks
+    """A static rendering of a run's state: readable with no kernel or front end."""
+    esc = html.escape
+    app = st.app
+    rows = []
+    for t in st.tasks:
+        colour = _COLOURS.get(t.state, "#888")
+        gpu = ' <span style="background:#6a1b9a;color:#fff;padding:0 4px;border-radius:3px">gpu</span>' if t.gpu else ""  # noqa: E501
+        dur = f"{t.duration_s:.1f}s" if t.duration_s else ""
+        rows.append(
+            f"<tr><td>{esc(t.task)}</td>"
+            f'<td><span style="color:{colour};font-weight:bold">{esc(t.state)}</span></td>'
+            f"<td>{esc(t.node)}{gpu}</td><td>{esc(t.container_id)}</td>"
+            f"<td>{_fmt_time(t.start_time)}</td><td>{dur}</td></tr>"
+        )
+    metrics = ""
+    if st.metrics:
+        last = st.metrics[-1]
+        cells = "".join(
+            f"<tr><td>{esc(str(k))}</td><td>{v:.4g}</td></tr>"
+            if isinstance(v, float)
+            else f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>"
+            for k, v in sorted(last.items())
+            if k != "t"
+        )
+        metrics = f"<details open><summary>metrics (latest)</summary><table>{cells}</table></details>"
+    failure = ""
+    if st.failure:
+        failure = (
+            f"<details open><summary>failure in {esc(st.failure.get('task') or 'application')}"
+            f"</summary><pre>{esc(st.failure.get('traceback', ''))}</pre></details>"
+        )
+    state = app.state if app.state != "FINISHED" else f"FINISHED/{app.final_status}"
+    link = (
+        f' <a href="{esc(app.tracking_url)}" target="_blank">YARN UI</a>'
+        if app.tracking_url.startswith("http")
+        else ""
     )
-    return f"<div><b>{html.escape(st.app.app_id)}</b> {st.app.state}<table>{rows}</table></div>"
+    pending = "".join(f"<li>{esc(p)}</li>" for p in st.pending)
+    return (
+        f'<div class="tfyarn-static" data-app-id="{esc(app.app_id)}">'
+        f"<b>{esc(app.app_id)}</b> {esc(app.name)} · queue {esc(app.queue)} · "
+        f"<b>{esc(state)}</b>{link}"
+        f"{f'<ul>{pending}</ul>' if pending else ''}"
+        "<table><tr><th>task</th><th>state</th><th>node</th><th>container</th>"
+        f"<th>start</th><th>duration</th></tr>{''.join(rows)}</table>{metrics}{failure}</div>"
+    )

@@ -1,0 +1,372 @@
+"""``%%tfyarn`` (launch the cell's ``experiment_fn``) and ``%tfyarn`` (list, attach, cancel, logs).
+
+Argument parsing is IPython's ``magic_arguments`` (argparse); every value is
+checked (:func:`parse_launch`) before anything is serialised or submitted,
+and a bad one is a :class:`~IPython.core.error.UsageError` that names the
+argument and the form it takes, never a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import sys
+import sysconfig
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import HTML, display
+
+from .spec import TASK_TYPES, NodeLabel, SpecError, TaskSpec, validate_task_specs
+
+DEFAULT_CHIEF = "1G/1"
+
+
+@dataclasses.dataclass
+class LaunchArgs:
+    """A ``%%tfyarn`` line, checked: everything :func:`~.launch.submit` needs but the function."""
+
+    task_specs: dict[str, TaskSpec]
+    queue: str = "default"
+    name: str = "tfyarn"
+    pip_packages: list[str] = dataclasses.field(default_factory=list)
+    files: dict[str, str] = dataclasses.field(default_factory=dict)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    file_systems: list[str] = dataclasses.field(default_factory=list)
+    nb_retries: int = 0
+    fn: str = "experiment_fn"
+    archive: str | None = None
+    wait: bool = False
+    detach: bool = False
+    var: str | None = None
+
+
+def _task_argument(ttype: str, default: str | None = None) -> Any:
+    help_default = f" (default {default})" if default else ""
+    return argument(
+        f"--{ttype}",
+        metavar="MEM/VCORES" + ("[xN]" if ttype in ("worker", "ps") else ""),
+        default=default,
+        help=f"resources of the {ttype} task{'s' if ttype in ('worker', 'ps') else ''}, "
+        f"e.g. 2G/4{'x8' if ttype in ('worker', 'ps') else ''}{help_default}",
+    )
+
+
+def _args_decorators(func: Any) -> Any:
+    decorators = [
+        magic_arguments(name="%tfyarn"),
+        _task_argument("chief", DEFAULT_CHIEF),
+        _task_argument("worker"),
+        _task_argument("ps"),
+        _task_argument("evaluator"),
+        argument("--gpu", metavar="TYPES", default="",
+                 help="comma-separated task types to run on nodes labelled 'gpu', "
+                      "e.g. --gpu chief,worker (use with a queue that reaches them)"),
+        argument("--queue", default="default", help="YARN queue (default: default)"),
+        argument("--name", default="tfyarn", help="application name shown by YARN"),
+        argument("--pip", action="append", default=[], metavar="PKG",
+                 help="extra package installed beside the environment (repeatable)"),
+        argument("--file", action="append", default=[], metavar="PATH[:TARGET]",
+                 help="local file or folder shipped to each container (repeatable)"),
+        argument("--env", action="append", default=[], metavar="K=V",
+                 help="environment variable for the tasks (repeatable)"),
+        argument("--file-system", action="append", default=[], metavar="URI",
+                 help="extra filesystem to get delegation tokens for (repeatable)"),
+        argument("--retries", default="0", metavar="N",
+                 help="re-submit a failed run up to N times"),
+        argument("--fn", default="experiment_fn", metavar="NAME",
+                 help="the function the cell defines (default experiment_fn)"),
+        argument("--archive", default=None, metavar="PATH",
+                 help="a pre-built environment archive (local path or hdfs://)"),
+        argument("--wait", action="store_true",
+                 help="block until the run ends; interrupting the kernel cancels it"),
+        argument("--detach", action="store_true",
+                 help="keep the run going when this kernel exits"),
+        argument("--var", default=None, metavar="NAME",
+                 help="bind the Run handle to this notebook variable"),
+    ]  # fmt: skip
+    for dec in reversed(decorators):
+        func = dec(func)
+    return func
+
+
+def _parse_pairs(values: list[str], sep: str, flag: str, form: str) -> list[tuple[str, str]]:
+    out = []
+    for v in values:
+        key, found, value = v.partition(sep)
+        if not found or not key:
+            raise UsageError(f"%%tfyarn {flag} {v!r}: expected {form}")
+        out.append((key, value))
+    return out
+
+
+def parse_launch(line: str) -> LaunchArgs:
+    """Parse and check a ``%%tfyarn`` line; raise UsageError naming the culprit."""
+    try:
+        args = parse_argstring(_launch_parser, line)
+    except UsageError as exc:
+        raise UsageError(f"%%tfyarn: {exc} (see %%tfyarn --help)") from None
+    except SystemExit as exc:  # argparse's --help or an error it printed
+        raise UsageError(f"%%tfyarn: bad arguments {line!r} (see %%tfyarn --help)") from exc
+    except ValueError as exc:  # shlex: unbalanced quotes
+        raise UsageError(f"%%tfyarn: cannot split {line!r}: {exc}") from exc
+    gpu = {t.strip() for t in args.gpu.split(",") if t.strip()}
+    unknown = gpu - set(TASK_TYPES)
+    if unknown:
+        raise UsageError(
+            f"%%tfyarn --gpu {args.gpu!r}: unknown task type(s) {', '.join(sorted(unknown))}; "
+            f"use a comma-separated list of {', '.join(TASK_TYPES)}"
+        )
+    specs: dict[str, TaskSpec] = {}
+    for ttype in TASK_TYPES:
+        text = getattr(args, ttype)
+        if text is None:
+            continue
+        label = NodeLabel.GPU if ttype in gpu else NodeLabel.CPU
+        try:
+            specs[ttype] = TaskSpec.parse(text, label=label)
+        except SpecError as exc:
+            raise UsageError(f"%%tfyarn --{ttype}: {exc}") from None
+        if ttype in ("chief", "evaluator") and specs[ttype].instances != 1:
+            raise UsageError(f"%%tfyarn --{ttype} {text!r}: a run has exactly one {ttype}")
+    missing_gpu = gpu - set(specs)
+    if missing_gpu:
+        raise UsageError(
+            f"%%tfyarn --gpu: {', '.join(sorted(missing_gpu))} not requested; add --"
+            f"{sorted(missing_gpu)[0]} MEM/VCORES"
+        )
+    try:
+        specs = validate_task_specs(specs)
+    except SpecError as exc:
+        flag = "--ps" if "ps" in str(exc) else "--chief"
+        raise UsageError(f"%%tfyarn {flag}: {exc}") from None
+    if not args.retries.isdigit():
+        raise UsageError(f"%%tfyarn --retries {args.retries!r}: expected a whole number >= 0")
+    files: dict[str, str] = {}
+    for item in args.file:
+        path, _, target = item.partition(":")
+        target = target or Path(path).name
+        if not Path(path).expanduser().exists():
+            raise UsageError(f"%%tfyarn --file {item!r}: {path} does not exist")
+        files[target] = path
+    env = dict(_parse_pairs(args.env, "=", "--env", "K=V"))
+    for key in env:
+        if not key.isidentifier():
+            raise UsageError(f"%%tfyarn --env {key!r}: not a variable name")
+    if args.var is not None and not args.var.isidentifier():
+        raise UsageError(f"%%tfyarn --var {args.var!r}: not a Python name")
+    if not args.fn.isidentifier():
+        raise UsageError(f"%%tfyarn --fn {args.fn!r}: not a Python name")
+    if args.wait and args.detach:
+        raise UsageError("%%tfyarn: --wait and --detach exclude each other")
+    return LaunchArgs(
+        task_specs=specs,
+        queue=args.queue,
+        name=args.name,
+        pip_packages=list(args.pip),
+        files=files,
+        env=env,
+        file_systems=list(args.file_system),
+        nb_retries=int(args.retries),
+        fn=args.fn,
+        archive=args.archive,
+        wait=args.wait,
+        detach=args.detach,
+        var=args.var,
+    )
+
+
+@_args_decorators
+def _launch_parser(line: str, cell: str | None = None) -> None:
+    """Launch the cell's ``experiment_fn`` on YARN and show a live panel under the cell.
+
+    Task resources are MEM/VCORES (``2G/4``, ``512M/1``); workers and ps
+    take an instance count (``--worker 2G/4x8``). ``--gpu chief,worker``
+    puts those types on nodes labelled ``gpu`` (a ``@gpu`` suffix on one
+    resource, ``--chief 2G/4@gpu``, does the same). Without ``--wait`` the
+    cell returns at once and the panel updates in the background.
+    """
+
+
+def local_module_roots(base: Path, modules: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """Folders of the modules the notebook imported from under ``base`` (not installed ones)."""
+    base = base.resolve()
+    excluded = {
+        Path(p).resolve()
+        for p in (sys.prefix, sys.base_prefix, sysconfig.get_path("stdlib"),
+                  sysconfig.get_path("purelib"))
+    }  # fmt: skip
+    roots: dict[str, Path] = {}
+    for name, mod in list((modules if modules is not None else sys.modules).items()):
+        file = getattr(mod, "__file__", None)
+        if not file or name == "__main__" or "." in name:
+            continue
+        path = Path(file).resolve()
+        if not path.is_relative_to(base) or any(path.is_relative_to(e) for e in excluded):
+            continue
+        root = path.parent.parent if path.name == "__init__.py" else path.parent
+        roots[str(root)] = root
+    return roots
+
+
+@magics_class
+class TfyarnMagics(Magics):
+    """The ``%%tfyarn`` cell magic and ``%tfyarn`` line magic."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.runs: list[Any] = []
+        self.panels: list[Any] = []
+
+    @cell_magic("tfyarn")
+    def tfyarn_cell(self, line: str, cell: str) -> Any:
+        if "--help" in shlex.split(line) or "-h" in shlex.split(line):
+            print(_launch_parser.parser.format_help())  # type: ignore[attr-defined]
+            return None
+        args = parse_launch(line)
+        before = set(self.shell.user_ns)
+        result = self.shell.run_cell(cell, store_history=False, silent=False)
+        if not result.success:
+            raise UsageError("%%tfyarn: the cell raised; nothing was submitted")
+        fn = self.shell.user_ns.get(args.fn)
+        if not callable(fn):
+            defined = sorted(
+                n for n in set(self.shell.user_ns) - before
+                if callable(self.shell.user_ns[n]) and not n.startswith("_")
+            )  # fmt: skip
+            raise UsageError(
+                f"%%tfyarn: the cell defines no function {args.fn!r}"
+                + (f"; it defined: {', '.join(defined)} (pick one with --fn NAME)" if defined
+                   else "; define `def experiment_fn(): ... return Experiment(...)`")
+            )  # fmt: skip
+        return self._launch(args, fn)
+
+    def _launch(self, args: LaunchArgs, fn: Any) -> Any:
+        from . import launch
+
+        roots = local_module_roots(Path(os.getcwd()))
+        try:
+            run = launch.submit(
+                fn,
+                args.task_specs,
+                files=args.files,
+                env=args.env,
+                queue=args.queue,
+                pip_packages=args.pip_packages or None,
+                file_systems=args.file_systems or None,
+                name=args.name,
+                nb_retries=args.nb_retries,
+                pyenv_archive=args.archive,
+                detach=args.detach,
+                source_roots=roots,
+            )
+        except SpecError as exc:
+            raise UsageError(f"%%tfyarn: {exc}") from None
+        self.runs.append(run)
+        if args.var:
+            self.shell.user_ns[args.var] = run
+        self.shell.user_ns["_tfyarn_run"] = run
+        panel = self._show(run)
+        if args.wait:
+            try:
+                run.wait()
+            except KeyboardInterrupt:
+                run.cancel()
+                print(f"cancelled {run.app_id}")
+            except launch.RunFailed as exc:
+                print(str(exc), file=sys.stderr)
+            if panel is not None:
+                panel.update(run.status())
+        return None
+
+    def _show(self, run: Any) -> Any:
+        """The live panel, plus a static summary kept current for saved notebooks."""
+        from .widget import status_html
+
+        summary = display(HTML(f"<div>tfyarn run <code>{run.app_id}</code> submitted</div>"),
+                          display_id=True)  # fmt: skip
+        last_key: list[Any] = [None]
+
+        def refresh(st: Any) -> None:
+            key = (st.app.state, tuple(t.state for t in st.tasks), len(st.metrics))
+            if summary is not None and key != last_key[0]:
+                last_key[0] = key
+                summary.update(HTML(status_html(st)))
+
+        try:
+            from .widget import RunPanel
+
+            panel = RunPanel(run, start=False)
+        except Exception as exc:  # no widget front end here: the static summary only
+            print(f"tfyarn: live panel unavailable ({exc}); showing a static summary")
+            return None
+        panel.add_listener(refresh)
+        self.panels.append(panel)
+        display(panel)
+        panel.poller.start()
+        return panel
+
+    @line_magic("tfyarn")
+    def tfyarn_line(self, line: str) -> Any:
+        """``%tfyarn list | attach APP_ID | cancel APP_ID | logs APP_ID [TASK]``."""
+        from . import launch
+
+        words = shlex.split(line)
+        if not words or words[0] in ("-h", "--help", "help"):
+            print(self.tfyarn_line.__doc__)
+            return None
+        cmd, rest = words[0], words[1:]
+        need_id = {"attach": 1, "cancel": 1, "logs": 1}
+        if cmd not in ("list", *need_id):
+            raise UsageError(f"%tfyarn {cmd!r}: use list, attach APP_ID, cancel APP_ID, "
+                             "logs APP_ID [TASK]")  # fmt: skip
+        if cmd in need_id and not rest:
+            raise UsageError(f"%tfyarn {cmd}: give the application id (see %tfyarn list)")
+        if cmd in need_id and not rest[0].startswith("application_"):
+            raise UsageError(f"%tfyarn {cmd} {rest[0]!r}: not an application id "
+                             "(application_<cluster>_<n>)")  # fmt: skip
+        client = launch.get_client()
+        if cmd == "list":
+            return self._list(client)
+        app_id = rest[0]
+        if cmd == "cancel":
+            client.kill_application(app_id)
+            print(f"killed {app_id}")
+            return None
+        run = launch.attach(app_id)
+        if cmd == "attach":
+            self.runs.append(run)
+            self._show(run)
+            return None
+        task = rest[1] if len(rest) > 1 else "chief:0"
+        logs = run.logs(task)
+        print(f"== {app_id} {task} ({logs['source']}) stdout ==\n{logs['stdout']}")
+        print(f"== {app_id} {task} stderr ==\n{logs['stderr']}")
+        return None
+
+    def _list(self, client: Any) -> HTML:
+        from .filesystem import hadoop_user
+        from .poller import app_info
+
+        states = ["SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED"]
+        reports = [r for r in client.get_applications(states=states) if r.user == hadoop_user()]
+        rows = []
+        for r in sorted(reports, key=lambda r: r.id):
+            a = app_info(r)
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a.start_time / 1000))
+            rows.append(f"<tr><td>{a.app_id}</td><td>{a.name}</td><td>{a.queue}</td>"
+                        f"<td>{a.state}</td><td>{a.final_status}</td><td>{started}</td></tr>")  # fmt: skip
+        body = "".join(rows) or "<tr><td colspan=6>no applications</td></tr>"
+        head = "<tr><th>application</th><th>name</th><th>queue</th><th>state</th>" \
+               "<th>final status</th><th>started</th></tr>"  # fmt: skip
+        return HTML(f"<table class='tfyarn-list'>{head}{body}</table>")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(TfyarnMagics)
