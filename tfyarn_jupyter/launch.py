@@ -85,7 +85,7 @@ def get_client() -> skein.Client:
             except skein.exceptions.DriverError as exc:
                 raise filesystem.ClusterConfigError(
                     f"cannot start skein's driver ({exc}): check JAVA_HOME and that `yarn` "
-                    "is on PATH (for the sandbox: eval \"$(tfyarn-sandbox env)\")"
+                    'is on PATH (for the sandbox: eval "$(tfyarn-sandbox env)")'
                 ) from exc
             weakref.finalize(_client, _client.close)
         return _client
@@ -111,8 +111,10 @@ def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
             raise SpecError(f"env: {k!r} must map a variable name to a string")
         if '"' in v or "\n" in v:
             # YARN pastes values into its launch script between double quotes.
-            raise SpecError(f"env: the value of {k} contains a double quote or a newline, "
-                            "which YARN's launch script cannot carry; encode it (e.g. base64)")
+            raise SpecError(
+                f"env: the value of {k} contains a double quote or a newline, "
+                "which YARN's launch script cannot carry; encode it (e.g. base64)"
+            )
         out[k] = v
     return out
 
@@ -133,7 +135,9 @@ def serialise(experiment_fn: Callable[[], Any]) -> bytes:
 def start_load_check(payload: Path, pythonpath: Sequence[str]) -> subprocess.Popen:
     """Load the payload in a fresh interpreter: what the containers will do first."""
     code = "import sys, cloudpickle; cloudpickle.load(open(sys.argv[1], 'rb'))"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])
+    )
     return subprocess.Popen(
         [sys.executable, "-c", code, str(payload)],
         stdout=subprocess.PIPE,
@@ -498,7 +502,7 @@ class Run:
 
     @property
     def ended(self) -> bool:
-        return self._poller.ended and self.attempt >= self.nb_retries or (
+        return (self._poller.ended and self.attempt >= self.nb_retries) or (
             self._poller.ended and self._poller.last is not None and self._poller.last.succeeded
         )
 
@@ -529,6 +533,7 @@ class Run:
 
     def _make_result(self, st: RunStatus) -> RunResult:
         ev = self._poller.events
+
         def span(task: str, a: str, b: str) -> float:
             d = ev.task(task)
             return round(d[b]["t"] - d[a]["t"], 2) if a in d and b in d else 0.0

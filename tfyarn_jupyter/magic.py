@@ -9,6 +9,7 @@ argument and the form it takes, never a traceback.
 from __future__ import annotations
 
 import dataclasses
+import html
 import os
 import shlex
 import sys
@@ -219,15 +220,17 @@ def local_module_roots(base: Path, modules: Mapping[str, Any] | None = None) -> 
 class TfyarnMagics(Magics):
     """The ``%%tfyarn`` cell magic and ``%tfyarn`` line magic."""
 
+    shell: Any
+
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.runs: list[Any] = []
         self.panels: list[Any] = []
 
-    @cell_magic("tfyarn")
+    @cell_magic("tfyarn")  # type: ignore[arg-type]
     def tfyarn_cell(self, line: str, cell: str) -> Any:
         if "--help" in shlex.split(line) or "-h" in shlex.split(line):
-            print(_launch_parser.parser.format_help())  # type: ignore[attr-defined]
+            print(_launch_parser.parser.format_help())
             return None
         args = parse_launch(line)
         before = set(self.shell.user_ns)
@@ -312,7 +315,7 @@ class TfyarnMagics(Magics):
         panel.poller.start()
         return panel
 
-    @line_magic("tfyarn")
+    @line_magic("tfyarn")  # type: ignore[arg-type]
     def tfyarn_line(self, line: str) -> Any:
         """``%tfyarn list | attach APP_ID | cancel APP_ID | logs APP_ID [TASK]``."""
         from . import launch
@@ -360,8 +363,8 @@ class TfyarnMagics(Magics):
         for r in sorted(reports, key=lambda r: r.id):
             a = app_info(r)
             started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a.start_time / 1000))
-            rows.append(f"<tr><td>{a.app_id}</td><td>{a.name}</td><td>{a.queue}</td>"
-                        f"<td>{a.state}</td><td>{a.final_status}</td><td>{started}</td></tr>")  # fmt: skip
+            cells = (a.app_id, a.name, a.queue, a.state, a.final_status, started)
+            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         body = "".join(rows) or "<tr><td colspan=6>no applications</td></tr>"
         head = "<tr><th>application</th><th>name</th><th>queue</th><th>state</th>" \
                "<th>final status</th><th>started</th></tr>"  # fmt: skip

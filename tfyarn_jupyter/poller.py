@@ -142,9 +142,7 @@ class StatusSource:
         todo = events.unacked_stops()
         if todo:
             self.calls += 1
-            am.kv.transaction(
-                on_success=[skein.kv.put(ev_protocol.ack_key(t), b"1") for t in todo]
-            )
+            am.kv.transaction(on_success=[skein.kv.put(ev_protocol.ack_key(t), b"1") for t in todo])
             events.acked.update(todo)
 
     # -- actions ---------------------------------------------------------------
@@ -188,7 +186,9 @@ class StatusSource:
             out = {"source": "live"}
             for name in ("stdout", "stderr"):
                 url = f"http://{c.node_http}/ws/v1/node/containerlogs/{c.container_id}/{name}"
-                resp = requests.get(url, params={"start": -tail, "user.name": user}, timeout=10)
+                resp = requests.get(
+                    url, params={"start": str(-tail), "user.name": user}, timeout=10
+                )
                 out[name] = resp.text if resp.ok else f"(log unavailable: HTTP {resp.status_code})"
             return out
         return self._aggregated(c, tail)

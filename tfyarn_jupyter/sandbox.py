@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import psutil
 import requests
@@ -317,7 +318,9 @@ class Sandbox:
             for n, p in previous.items()
             if n in hadoop_conf.PORT_NAMES and n not in self.fixed_ports and _port_free(p)
         }
-        missing = [n for n in hadoop_conf.PORT_NAMES if n not in self.fixed_ports and n not in reuse]
+        missing = [
+            n for n in hadoop_conf.PORT_NAMES if n not in self.fixed_ports and n not in reuse
+        ]
         fresh = dict(zip(missing, _free_ports(len(missing)), strict=True))
         return {**reuse, **fresh, **self.fixed_ports}
 
@@ -347,7 +350,9 @@ class Sandbox:
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         for tool, classes in (("yarn", _YARN_CLI), ("hdfs", _HDFS_CLI)):
             # ApplicationCLI reads which of its commands it runs from argv[0].
-            again = {sub: '; set -- "$sub" "$@"' for sub, c in classes.items() if "Application" in c}
+            again = {
+                sub: '; set -- "$sub" "$@"' for sub, c in classes.items() if "Application" in c
+            }
             cases = "\n".join(
                 f"  {sub}) class={cls}{again.get(sub, '')} ;;" for sub, cls in classes.items()
             )
@@ -425,7 +430,7 @@ exec "{java_home}/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \\
             except (requests.RequestException, KeyError, IndexError, ValueError):
                 pass
             if time.monotonic() > deadline:
-                raise self._fail(next(reversed(procs)), f"did not become ready ({what})")
+                raise self._fail(list(procs)[-1], f"did not become ready ({what})")
             time.sleep(0.25)
 
     def start(self, timeout: float = 180.0) -> dict[str, str]:
@@ -442,7 +447,7 @@ exec "{java_home}/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \\
             layout = Layout(self.root, lib, ports, user)
             self._write_conf(layout)
             self._write_launchers(layout, java_home)
-            state = {
+            state: dict[str, Any] = {
                 "ports": ports,
                 "pids": {},
                 "user": user,
@@ -587,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             box.start()
             print(f"sandbox ready in {time.monotonic() - t0:.1f}s at {box.root}", file=sys.stderr)
-            print("point a shell at it with: eval \"$(tfyarn-sandbox env)\"", file=sys.stderr)
+            print('point a shell at it with: eval "$(tfyarn-sandbox env)"', file=sys.stderr)
         elif args.cmd == "stop":
             box.stop()
         elif args.cmd == "status":

@@ -118,8 +118,7 @@ class RunStatus:
             "final_status": self.app.final_status if self.app.state != "KILLED" else "KILLED",
             "duration_s": round((end - start) / 1000, 1) if start and end else 0.0,
             "tasks": {
-                t.task: {"state": t.state, "duration_s": round(t.duration_s, 1)}
-                for t in self.tasks
+                t.task: {"state": t.state, "duration_s": round(t.duration_s, 1)} for t in self.tasks
             },
             "metrics": dict(self.metrics[-1]) if self.metrics else {},
         }
@@ -175,12 +174,13 @@ def derive(
         prev = latest.get(c.task)
         if prev is None or c.start_time >= prev.start_time:
             latest[c.task] = c
+    container: ContainerInfo | None
     tasks: list[TaskState] = []
     for name in task_names(task_specs):
         ttype, _, idx = name.partition(":")
-        c = latest.get(name)
+        container = latest.get(name)
         ev = events.task(name)
-        state = _task_state(c, ev, app)
+        state = _task_state(container, ev, app)
         if state == "succeeded" and ev.get("stop", {}).get("traceback"):
             state = "failed"
         tasks.append(
@@ -189,12 +189,14 @@ def derive(
                 type=ttype,
                 index=int(idx),
                 state=state,
-                node=c.node_http if c else "",
-                gpu=bool(c and NodeLabel.GPU.value in node_labels.get(c.node_http, ())),
-                container_id=c.container_id if c else "",
-                start_time=c.start_time if c else 0.0,
-                finish_time=c.finish_time if c else 0.0,
-                exit_message=c.exit_message if c else "",
+                node=container.node_http if container else "",
+                gpu=bool(
+                    container and NodeLabel.GPU.value in node_labels.get(container.node_http, ())
+                ),
+                container_id=container.container_id if container else "",
+                start_time=container.start_time if container else 0.0,
+                finish_time=container.finish_time if container else 0.0,
+                exit_message=container.exit_message if container else "",
             )
         )
     return RunStatus(
@@ -226,9 +228,7 @@ def pending_reasons(
         if not waiting:
             continue
         got = len(mine) - len(waiting)
-        where = (
-            f"free '{spec.label.value}' capacity" if spec.label.value else "free capacity"
-        )
+        where = f"free '{spec.label.value}' capacity" if spec.label.value else "free capacity"
         out.append(
             f"{ttype}: {got} of {len(mine)} allocated; waiting for {where} on queue "
             f"{app.queue} ({spec.memory} MiB, {spec.vcores} vcores each)"

@@ -58,9 +58,7 @@ class Task:
     def peers(self) -> list[str]:
         """Every task of the TensorFlow cluster; the evaluator stays outside it."""
         return [
-            f"{t}:{i}"
-            for t in ("chief", "worker", "ps")
-            for i in range(self.topology.get(t, 0))
+            f"{t}:{i}" for t in ("chief", "worker", "ps") for i in range(self.topology.get(t, 0))
         ]
 
     def exchange_addresses(self) -> dict[str, list[str]]:

@@ -47,9 +47,9 @@ class RunPanel(anywidget.AnyWidget):
 
     _esm = _bundle()
     app = traitlets.Dict().tag(sync=True)
-    tasks = traitlets.List().tag(sync=True)
-    pending = traitlets.List().tag(sync=True)
-    metrics = traitlets.List().tag(sync=True)
+    tasks: traitlets.List = traitlets.List().tag(sync=True)
+    pending: traitlets.List = traitlets.List().tag(sync=True)
+    metrics: traitlets.List = traitlets.List().tag(sync=True)
     failure = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     summary = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
@@ -123,7 +123,7 @@ class RunPanel(anywidget.AnyWidget):
         self.poller.stop()
         super().close()
 
-    def _repr_mimebundle_(self, **kwargs: Any):  # type: ignore[override]
+    def _repr_mimebundle_(self, **kwargs: Any):
         bundle = super()._repr_mimebundle_(**kwargs)
         if isinstance(bundle, dict) and self.run.last_status is not None:
             bundle["text/plain"] = f"tfyarn run {self.run.app_id}"
@@ -141,7 +141,12 @@ def status_html(st: RunStatus) -> str:
     rows = []
     for t in st.tasks:
         colour = _COLOURS.get(t.state, "#888")
-        gpu = ' <span style="background:#6a1b9a;color:#fff;padding:0 4px;border-radius:3px">gpu</span>' if t.gpu else ""  # noqa: E501
+        gpu = (
+            ' <span style="background:#6a1b9a;color:#fff;padding:0 4px;border-radius:3px">'
+            "gpu</span>"
+            if t.gpu
+            else ""
+        )
         dur = f"{t.duration_s:.1f}s" if t.duration_s else ""
         rows.append(
             f"<tr><td>{esc(t.task)}</td>"
@@ -159,7 +164,9 @@ def status_html(st: RunStatus) -> str:
             for k, v in sorted(last.items())
             if k != "t"
         )
-        metrics = f"<details open><summary>metrics (latest)</summary><table>{cells}</table></details>"
+        metrics = (
+            f"<details open><summary>metrics (latest)</summary><table>{cells}</table></details>"
+        )
     failure = ""
     if st.failure:
         failure = (
