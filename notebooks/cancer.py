@@ -59,7 +59,10 @@ def experiment(
 
     import tensorflow as tf
 
-    if fail_on_attempt is not None and int(os.environ.get("TFYARN_ATTEMPT", "0")) == fail_on_attempt:
+    if (
+        fail_on_attempt is not None
+        and int(os.environ.get("TFYARN_ATTEMPT", "0")) == fail_on_attempt
+    ):
         raise RuntimeError(f"failing on purpose on attempt {fail_on_attempt}")
     x_train, y_train, x_test, y_test = load_data()
     estimator = tf.estimator.DNNClassifier(

@@ -181,12 +181,19 @@ class Task:
         tf.distribute.Server(
             tf.train.ClusterSpec(cluster), job_name="ps", task_index=self.index, start=True
         )
-        trainers = [p for p in self.peers() if p.split(":")[0] in TRAINERS]
+        trainers = {p for p in self.peers() if p.split(":")[0] in TRAINERS}
         while True:
             ev = self.snapshot()
-            if all("stop" in ev.task(p) for p in trainers):
+            done = {p for p in trainers if "stop" in ev.task(p)}
+            if done != trainers:
+                # A trainer killed from outside never reports its stop.
+                gone = self.app.get_containers(
+                    services=list(TRAINERS), states=["SUCCEEDED", "FAILED", "KILLED"]
+                )
+                done |= {f"{c.service_name}:{c.instance}" for c in gone}
+            if done >= trainers:
                 return
-            time.sleep(0.5)
+            time.sleep(1.0)
 
     def evaluate(self, experiment: Any) -> None:
         """Evaluate every new checkpoint until the final one; publish each result."""
