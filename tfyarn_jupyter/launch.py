@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -79,16 +80,53 @@ def get_client() -> skein.Client:
     global _client
     with _client_lock:
         if _client is None:
-            filesystem.read_conf("yarn-site.xml")  # a clear error if HADOOP_CONF_DIR is wrong
+            # A clear error if HADOOP_CONF_DIR is wrong, or names a ResourceManager that is
+            # not there (the driver would otherwise retry for minutes per call).
+            check_resourcemanager(filesystem.read_conf("yarn-site.xml"))
             try:
                 _client = skein.Client(log=False)
-            except skein.exceptions.DriverError as exc:
+            except (skein.exceptions.DriverError, FileNotFoundError) as exc:
                 raise filesystem.ClusterConfigError(
                     f"cannot start skein's driver ({exc}): check JAVA_HOME and that `yarn` "
                     'is on PATH (for the sandbox: eval "$(tfyarn-sandbox env)")'
                 ) from exc
             weakref.finalize(_client, _client.close)
         return _client
+
+
+def resourcemanager_addresses(yarn_site: Mapping[str, str]) -> list[str]:
+    """``host:port`` of each ResourceManager the configuration names (several with HA)."""
+    ids = [""]
+    if yarn_site.get("yarn.resourcemanager.ha.enabled", "").lower() == "true":
+        rm_ids = yarn_site.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
+        ids = [f".{i.strip()}" for i in rm_ids if i.strip()] or [""]
+    out = []
+    for i in ids:
+        addr = yarn_site.get(f"yarn.resourcemanager.address{i}")
+        if not addr:
+            host = yarn_site.get(f"yarn.resourcemanager.hostname{i}", "0.0.0.0")
+            addr = f"{host}:8032"
+        out.append(addr)
+    return out
+
+
+def check_resourcemanager(yarn_site: Mapping[str, str], timeout: float = 5.0) -> None:
+    """Raise :class:`~.filesystem.ClusterConfigError` unless some ResourceManager accepts."""
+    addrs = resourcemanager_addresses(yarn_site)
+    errors = []
+    for addr in addrs:
+        host, _, port = addr.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{addr}: {exc}")
+    conf = os.environ.get("HADOOP_CONF_DIR", "?")
+    raise filesystem.ClusterConfigError(
+        f"cannot reach the ResourceManager ({'; '.join(errors)}): is it running? Check "
+        f"yarn.resourcemanager.address in {conf}/yarn-site.xml, or set HADOOP_CONF_DIR to "
+        'your cluster\'s configuration (for the sandbox: eval "$(tfyarn-sandbox env)")'
+    )
 
 
 # -- validation -----------------------------------------------------------------
@@ -161,7 +199,7 @@ def finish_load_check(proc: subprocess.Popen) -> None:
 def check_queue(client: skein.Client, queue: str, task_specs: Mapping[str, TaskSpec]) -> None:
     """A queue that exists and tasks that fit a node, before anything is submitted."""
     try:
-        client.get_queue(queue)
+        queue_info = client.get_queue(queue)
     except (ValueError, skein.exceptions.SkeinError) as exc:
         try:
             names = sorted(q.name for q in client.get_all_queues())
@@ -170,8 +208,17 @@ def check_queue(client: skein.Client, queue: str, task_specs: Mapping[str, TaskS
         raise SpecError(
             f"queue {queue!r} does not exist ({exc}); queues here: {', '.join(names) or '?'}"
         ) from exc
-    nodes = client.get_nodes()
+    # Lost or decommissioned nodes would never run anything: count the live ones only.
+    nodes = client.get_nodes(states=["RUNNING"])
+    reachable = set(queue_info.node_labels)
     for ttype, spec in task_specs.items():
+        if spec.label.value and not reachable & {spec.label.value, "*"}:
+            # YARN would fail the run at allocation time; say so before submitting.
+            raise SpecError(
+                f"{ttype}: queue {queue!r} cannot use nodes labelled {spec.label.value!r} "
+                f"(it reaches: {', '.join(sorted(reachable)) or 'unlabelled nodes only'}); "
+                "pick a queue that reaches them"
+            )
         fits = [
             n for n in nodes
             if (spec.label.value in n.labels if spec.label.value else not n.labels)
@@ -210,7 +257,10 @@ def _acls(user: str, acls: skein.ACLs | Mapping[str, Sequence[str]] | None) -> s
 # -- the application spec ------------------------------------------------------
 def service_script(interpreter: str, pythonpath: Sequence[str]) -> str:
     path = ":".join(pythonpath)
+    # skein sends a service's stdout and stderr to one <service>.log; stderr goes to its
+    # own file in the container's log folder so the panel and `logs` can tell them apart.
     return f"""\
+if [ -n "${{LOG_DIRS:-}}" ]; then exec 2>>"${{LOG_DIRS%%,*}}/stderr"; fi
 if [ ! -x {shlex.quote(interpreter)} ]; then
   echo "tfyarn: this node ($(hostname)) lacks the interpreter {interpreter} that the shipped \
 virtual environment runs on; install the same Python at the same path on every node, or \
@@ -218,7 +268,14 @@ pass pyenv_archive= an environment built for the nodes" >&2
   exit 127
 fi
 export PYTHONPATH="{path}${{PYTHONPATH:+:$PYTHONPATH}}"
-exec ./env/bin/python -u -m tfyarn_jupyter.tasks
+./env/bin/python -u -m tfyarn_jupyter.tasks
+rc=$?
+# A process killed from outside (kill -9, the OOM killer) reports nothing itself;
+# 143 is YARN stopping the container (SIGTERM), which is not the task's failure.
+if [ $rc -ne 0 ] && [ $rc -ne 143 ]; then
+  ./env/bin/python -m tfyarn_jupyter.tasks --exited $rc || true
+fi
+exit $rc
 """
 
 
@@ -419,6 +476,7 @@ class Run:
         self._lock = threading.RLock()
         self._poller = poller.StatusSource(client, app_id, self.task_specs)
         self._result: RunResult | None = None
+        self._workdir: tempfile.TemporaryDirectory | None = None  # kept for retries
         self._heartbeat_stop = threading.Event()
         _live_runs.add(self)
         if heartbeat and not detached:
@@ -623,7 +681,8 @@ def submit(
         prep.phases["submit"] = time.perf_counter() - t1
         prep.phases["total"] = time.perf_counter() - t0
     finally:
-        prep.workdir.cleanup()
+        if not nb_retries:
+            prep.workdir.cleanup()
     run = Run(
         client,
         app_id,
@@ -636,6 +695,10 @@ def submit(
         heartbeat=not detach,
         env=env,
     )
+    if nb_retries:
+        # A retry submits the same spec again: its local files (payload, sources) must stay.
+        # The folder goes when the run handle does (TemporaryDirectory's finalizer).
+        run._workdir = prep.workdir
     if detach:
         with contextlib.suppress(Exception):
             run._poller.mark_detached()

@@ -147,13 +147,21 @@ def parse_launch(line: str) -> LaunchArgs:
     except SpecError as exc:
         flag = "--ps" if "ps" in str(exc) else "--chief"
         raise UsageError(f"%%tfyarn {flag}: {exc}") from None
-    if not args.retries.isdigit():
+    try:  # isdecimal(), not isdigit(): int() refuses superscripts; and it caps the digits
+        nb_retries = int(args.retries) if args.retries.isdecimal() else -1
+    except ValueError:
+        nb_retries = -1
+    if nb_retries < 0:
         raise UsageError(f"%%tfyarn --retries {args.retries!r}: expected a whole number >= 0")
     files: dict[str, str] = {}
     for item in args.file:
         path, _, target = item.partition(":")
         target = target or Path(path).name
-        if not Path(path).expanduser().exists():
+        try:
+            exists = Path(path).expanduser().exists()
+        except RuntimeError:  # ~user of an unknown user
+            exists = False
+        if not exists:
             raise UsageError(f"%%tfyarn --file {item!r}: {path} does not exist")
         files[target] = path
     env = dict(_parse_pairs(args.env, "=", "--env", "K=V"))
@@ -174,7 +182,7 @@ def parse_launch(line: str) -> LaunchArgs:
         files=files,
         env=env,
         file_systems=list(args.file_system),
-        nb_retries=int(args.retries),
+        nb_retries=nb_retries,
         fn=args.fn,
         archive=args.archive,
         wait=args.wait,

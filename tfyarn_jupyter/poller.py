@@ -10,6 +10,7 @@ panel, about once a second, and stops when the run ends or it is closed.
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 import time
 import weakref
@@ -175,53 +176,109 @@ class StatusSource:
             raise RuntimeError(f"{self.app_id} is not running: nothing to kill")
         am.kill_container(f"{ttype}_{int(index)}")
 
-    def logs(self, task: str | None, tail: int = 65536) -> dict[str, str]:
-        """``{"stdout", "stderr", "source"}`` of one task (live or aggregated)."""
+    def logs(self, task: str | None, tail: int = 65536) -> dict[str, Any]:
+        """The tail of one task's logs: ``{"source", "stdout", "stderr", "files"}``.
+
+        ``files`` maps each log file of the container to its tail; ``stdout`` is
+        skein's ``<service>.log`` and ``stderr`` the file the service script
+        sends stderr to. Live from the NodeManager while the container runs,
+        else from the logs YARN aggregated to HDFS (read with ``yarn logs``,
+        which knows every aggregation format; a few seconds after the end).
+        """
         if task is None:
             task = "chief:0"
         self.poll()
         c = self._container(task)
         user = self.last.app.user if self.last else ""
         if c.state == "RUNNING" and not self.ended and c.node_http:
-            out = {"source": "live"}
-            for name in ("stdout", "stderr"):
-                url = f"http://{c.node_http}/ws/v1/node/containerlogs/{c.container_id}/{name}"
-                resp = requests.get(
-                    url, params={"start": str(-tail), "user.name": user}, timeout=10
-                )
-                out[name] = resp.text if resp.ok else f"(log unavailable: HTTP {resp.status_code})"
-            return out
-        return self._aggregated(c, tail)
+            files = self._live(c, user, tail)
+            source = "live"
+        else:
+            files = self._aggregated(c, user, tail)
+            source = "aggregated"
+        return split_streams(files, source, task.partition(":")[0])
 
-    def _aggregated(self, c: ContainerInfo, tail: int) -> dict[str, str]:
-        deadline = time.monotonic() + 30
+    def _live(self, c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
+        base = f"http://{c.node_http}/ws/v1/node"
+        params = {"user.name": user}
+        resp = requests.get(f"{base}/containers/{c.container_id}/logs", params=params,
+                            headers={"Accept": "application/json"}, timeout=10)  # fmt: skip
+        resp.raise_for_status()
+        names = [n for n in live_log_names(resp.json()) if n not in DEBUG_LOGS]
+        files = {}
+        for name in names:
+            r = requests.get(f"{base}/containerlogs/{c.container_id}/{name}",
+                             params={**params, "size": str(-tail)}, timeout=10)  # fmt: skip
+            # The NodeManager frames the file as `yarn logs` does.
+            text = parse_yarn_logs(r.text).get(name, r.text) if r.ok else ""
+            files[name] = text if r.ok else f"(log unavailable: HTTP {r.status_code})"
+        return files
+
+    def _aggregated(self, c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
+        cmd = ["yarn", "logs", "-applicationId", self.app_id, "-containerId", c.container_id,
+               "-size", str(-tail)] + (["-appOwner", user] if user else [])  # fmt: skip
+        deadline = time.monotonic() + AGGREGATION_WAIT_S
         while True:
-            try:
-                logs = self.client.application_logs(self.app_id)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            files = parse_yarn_logs(proc.stdout)
+            if files or time.monotonic() > deadline:
                 break
-            except ValueError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
-        text = logs.get(c.container_id, "")
-        out = {"source": "aggregated", "stdout": "", "stderr": ""}
-        current = None
-        chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        for line in text.splitlines(keepends=True):
+            time.sleep(2)  # aggregation finishes a few seconds after the application
+        if not files:
+            why = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            raise RuntimeError(
+                f"no logs of {c.container_id} yet ({' '.join(why) or 'yarn logs printed nothing'})"
+            )
+        return files
+
+
+#: The NodeManager's own debugging files in a container's log folder: not the task's output.
+DEBUG_LOGS = frozenset({"directory.info", "launch_container.sh"})
+
+#: How long ``logs`` waits for YARN to finish aggregating an ended application's logs.
+AGGREGATION_WAIT_S = 60.0
+
+
+def live_log_names(listing: Any) -> list[str]:
+    """File names in a NodeManager's ``/containers/<id>/logs`` answer (one or many dirs)."""
+    entries = listing if isinstance(listing, list) else [listing]
+    names: list[str] = []
+    for entry in entries:
+        info = entry.get("containerLogsInfo", entry) if isinstance(entry, dict) else {}
+        files = info.get("containerLogInfo", []) if isinstance(info, dict) else []
+        for f in files if isinstance(files, list) else [files]:
+            name = f.get("fileName") if isinstance(f, dict) else None
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def parse_yarn_logs(text: str) -> dict[str, str]:
+    """``{file name: contents}`` from the output of ``yarn logs -containerId``."""
+    files: dict[str, list[str]] = {}
+    current: str | None = None
+    in_contents = False
+    for line in text.splitlines(keepends=True):
+        if current is None:
             if line.startswith("LogType:"):
-                kind = line.split(":", 1)[1].strip()
-                current = kind if kind in chunks else None
-                continue
-            if line.startswith(("LogLastModifiedTime:", "LogLength:", "LogContents:")):
-                continue
-            if line.startswith("End of LogType:"):
-                current = None
-                continue
-            if current:
-                chunks[current].append(line)
-        for k, lines in chunks.items():
-            out[k] = "".join(lines)[-tail:]
-        return out
+                current = line.split(":", 1)[1].strip()
+                files.setdefault(current, [])
+        elif not in_contents:
+            in_contents = line.startswith("LogContents:")
+        elif line.startswith("End of LogType:"):
+            current, in_contents = None, False
+        else:
+            files[current].append(line)
+    # yarn prints one blank line between a file's contents and its end marker.
+    texts = {name: "".join(lines) for name, lines in files.items() if name not in DEBUG_LOGS}
+    return {name: t[:-1] if t.endswith("\n") else t for name, t in texts.items()}
+
+
+def split_streams(files: Mapping[str, str], source: str, service: str) -> dict[str, Any]:
+    """The panel's view of a container's log files: stdout, stderr and all of them."""
+    stdout = files.get(f"{service}.log", files.get("stdout", ""))
+    return {"source": source, "stdout": stdout, "stderr": files.get("stderr", ""),
+            "files": dict(files)}  # fmt: skip
 
 
 def task_specs_of(client: skein.Client, app_id: str, report: Any) -> dict[str, TaskSpec]:

@@ -564,6 +564,45 @@ exec "{java_home}/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \\
         with _locked(self.root / ".lock"):
             self._stop_processes()
 
+    @contextlib.contextmanager
+    def daemon_stopped(self, name: str, timeout: float = 180.0) -> Iterator[None]:
+        """Stop one daemon (SIGTERM, then SIGKILL) for the block, then start it again.
+
+        For fault tests. The sandbox's lock is held throughout, so a concurrent
+        :meth:`start` waits for the daemon to be back instead of restarting
+        the whole cluster; the daemon is restarted even when the block fails.
+        """
+        if name not in DAEMONS:
+            raise SandboxError(f"unknown daemon {name!r}: one of {', '.join(DAEMONS)}")
+        with _locked(self.root / ".lock"):
+            state = self._state()
+            if state is None:
+                raise SandboxError(f"no sandbox at {self.root}: run `tfyarn-sandbox start`")
+            pid = state["pids"].get(name)
+            if pid is None or not self._pid_alive(name, pid):
+                raise SandboxError(f"sandbox daemon {name} is not running")
+            proc = psutil.Process(pid)
+            proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(psutil.TimeoutExpired):
+                proc.wait(timeout=30)
+            if proc.is_running():
+                proc.kill()
+                proc.wait(timeout=10)
+            try:
+                yield
+            finally:
+                layout = self.layout()
+                java_home = Path(state["java_home"])
+                spawned = self._spawn(layout, java_home, name)
+                state["pids"][name] = spawned.pid
+                self.state_file.write_text(json.dumps(state, indent=1))
+                self._wait(
+                    "all daemons back and both NodeManagers RUNNING with their labels",
+                    lambda: self._safemode_off(layout) and self._nodes_ready(layout),
+                    {name: spawned},
+                    timeout,
+                )
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(

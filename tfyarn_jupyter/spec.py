@@ -30,6 +30,8 @@ class NodeLabel(str, enum.Enum):
     def parse(cls, value: NodeLabel | str) -> NodeLabel:
         if isinstance(value, NodeLabel):
             return value
+        if not isinstance(value, str):
+            raise SpecError(f"node label must be NodeLabel.CPU or NodeLabel.GPU, not {value!r}")
         for label in cls:
             if value.lower() in (label.value, label.name.lower()):
                 return label
@@ -44,7 +46,8 @@ class Experiment(NamedTuple):
     eval_spec: Any
 
 
-_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$", re.IGNORECASE)
+# ASCII only: case-insensitive Unicode matching lets a Kelvin sign stand for "k".
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$", re.IGNORECASE | re.ASCII)
 _UNIT_MIB = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
@@ -59,7 +62,10 @@ def parse_memory(value: int | str) -> int:
         if not m:
             raise SpecError(f"memory {value!r} is not a size: write e.g. 2048, '2G' or '512M'")
         unit = (m.group(2) or "")[:1].upper()
-        mib = int(float(m.group(1)) * _UNIT_MIB[unit])
+        try:
+            mib = int(float(m.group(1)) * _UNIT_MIB[unit])
+        except OverflowError:
+            raise SpecError(f"memory {value!r} is too large") from None
     else:
         raise SpecError(f"memory must be MiB or a size like '2G', not {type(value).__name__}")
     if mib <= 0:
@@ -95,7 +101,7 @@ class TaskSpec:
 
     _FORM = re.compile(
         r"^(?P<mem>\d+(?:\.\d+)?[KMGT]?i?B?)/(?P<vcores>\d+)(?:x(?P<n>\d+))?(?P<gpu>@gpu)?$",
-        re.IGNORECASE,
+        re.IGNORECASE | re.ASCII,
     )
 
     @classmethod
@@ -108,7 +114,11 @@ class TaskSpec:
             )
         if m.group("gpu"):
             label = NodeLabel.GPU
-        return cls(m.group("mem"), int(m.group("vcores")), int(m.group("n") or 1), label)
+        try:
+            vcores, instances = int(m.group("vcores")), int(m.group("n") or 1)
+        except ValueError:  # more digits than int() converts
+            raise SpecError(f"{text!r}: vcores or instances too large") from None
+        return cls(m.group("mem"), vcores, instances, label)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -140,6 +140,10 @@ def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app:
     app_ended = app.ended
     if app.ended and app.final_status == "SUCCEEDED" and "stop" in events:
         return "failed" if events["stop"].get("traceback") else "succeeded"
+    if events.get("stop", {}).get("traceback"):
+        # The task reported its failure (an exception, or the service script's report
+        # of a killed process); its container may not show it before the app ends.
+        return "failed"
     if container is None:
         return "killed" if app_ended else "requested"
     s = container.state.upper()
@@ -183,6 +187,8 @@ def derive(
         state = _task_state(container, ev, app)
         if state == "succeeded" and ev.get("stop", {}).get("traceback"):
             state = "failed"
+        # The service script's report of a killed process names its exit status.
+        killed_by = ev["stop"]["traceback"] if ev.get("stop", {}).get("exit_code", 0) > 1 else ""
         tasks.append(
             TaskState(
                 task=name,
@@ -196,7 +202,7 @@ def derive(
                 container_id=container.container_id if container else "",
                 start_time=container.start_time if container else 0.0,
                 finish_time=container.finish_time if container else 0.0,
-                exit_message=container.exit_message if container else "",
+                exit_message=killed_by or (container.exit_message if container else ""),
             )
         )
     return RunStatus(

@@ -10,8 +10,10 @@ evaluator: evaluate each new checkpoint and publish the metrics).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -243,7 +245,23 @@ class Task:
         self.put("eval_stop", last_step=last_step)
 
 
+def report_exit(code: int) -> int:
+    """After the task's process died without reporting its stop (killed): report its status."""
+    task = Task()
+    if "stop" not in task.snapshot().task(task.name):
+        why = f"{task.name}: its process exited with status {code}"
+        if code > 128:
+            with contextlib.suppress(ValueError):
+                why += f" (killed by signal {code - 128}, {signal.Signals(code - 128).name})"
+        _log(why)
+        task.put("stop", traceback=why, exit_code=code)
+        task.wait_for_ack()
+    return code
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--exited"]:
+        return report_exit(int(sys.argv[2]))
     task = Task()
     code = task.run()
     sys.stdout.flush()
