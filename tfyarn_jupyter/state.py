@@ -8,6 +8,7 @@ them into a :class:`RunStatus` the panel and ``Run.status()`` show.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -256,5 +257,9 @@ def first_failure(
         _, task, tb = min(failed)
         return {"task": task, "traceback": tb}
     if app.final_status == "FAILED":
-        return {"task": "", "traceback": app.diagnostics}
+        # skein's master names the failed service ("Failure in service chief, ...") even
+        # when the container's end was not seen (it died with its NodeManager).
+        m = re.match(r"Failure in service (\S+?),", app.diagnostics)
+        named = [t.task for t in tasks if m and t.type == m.group(1)]
+        return {"task": named[0] if len(named) == 1 else "", "traceback": app.diagnostics}
     return None

@@ -1,0 +1,212 @@
+"""Bad input: each mistake gives a clear error; what can be caught locally submits nothing.
+
+What only the cluster can see (what ``experiment_fn`` returns or raises when
+it runs there, a request no node can take now) ends the run with a message
+that says what went wrong, within a bound. The configuration mistakes
+(no ``HADOOP_CONF_DIR``, a ResourceManager that is not there) run in a
+subprocess with a changed environment, so this session's skein driver is
+left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from tfyarn_jupyter import NodeLabel, RunFailed, SpecError, TaskSpec, submit
+from tfyarn_jupyter.filesystem import read_conf
+from tfyarn_jupyter.hadoop_conf import to_xml
+
+pytestmark = pytest.mark.sandbox
+
+SMALL = TaskSpec("512M", 1)
+RUN_TIMEOUT_S = 600
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def runs():
+    """Runs a test started; any still going when the test ends is killed."""
+    started: list = []
+    yield started
+    for run in started:
+        try:
+            if not run._poller.ended:
+                run.cancel()
+        except Exception as exc:  # teardown must not hide the test's own failure
+            print(f"could not cancel {run}: {exc}", file=sys.stderr)
+
+
+def wait_failed(run, timeout: float = RUN_TIMEOUT_S) -> tuple[RunFailed, list]:
+    """Poll until the run ended; return its RunFailed and every snapshot seen."""
+    snapshots = []
+    deadline = time.monotonic() + timeout
+    while not (st := run.status()).ended:
+        snapshots.append(st)
+        assert time.monotonic() < deadline, f"{run.app_id} still {st.app.state}: {st.pending}"
+        time.sleep(1.0)
+    snapshots.append(st)
+    with pytest.raises(RunFailed) as exc:
+        run.wait(timeout=60)
+    return exc.value, snapshots
+
+
+# -- caught on the cluster ---------------------------------------------------------------
+def test_experiment_fn_returning_something_else_fails_the_run_saying_what_it_returned(
+    sandbox, runs
+):
+    def experiment_fn():
+        return {"estimator": None, "note": "not an Experiment"}
+
+    run = submit(experiment_fn, {"chief": SMALL}, name=unique("tfyarn-test-notexp"))
+    runs.append(run)
+    err, _ = wait_failed(run)
+    assert err.task == "chief:0"
+    assert "experiment_fn must return Experiment(estimator, train_spec, eval_spec)" in str(err)
+    assert "got dict" in err.traceback
+    assert err.status is not None and err.status.app.final_status == "FAILED"
+
+
+def test_experiment_fn_that_raises_on_the_cluster_fails_with_its_traceback(sandbox, runs):
+    token = uuid.uuid4().hex[:12]
+
+    def load_settings():
+        raise KeyError(f"no setting {token} on this node")
+
+    def experiment_fn():
+        load_settings()
+
+    run = submit(experiment_fn, {"chief": SMALL}, name=unique("tfyarn-test-raises"))
+    runs.append(run)
+    err, _ = wait_failed(run)
+    assert err.task == "chief:0"
+    assert "Traceback (most recent call last)" in err.traceback
+    assert f"KeyError: 'no setting {token} on this node'" in err.traceback
+    # The user's own frames, in order: where it was called and where it raised.
+    assert err.traceback.index("in experiment_fn") < err.traceback.index("in load_settings")
+    assert err.traceback in str(err)
+
+
+def test_request_no_node_can_take_now_says_what_it_waits_for_and_the_peer_wait_ends_it(
+    sandbox, runs
+):
+    # 8 GiB / 8 vcores fits the unlabelled node on paper, but this run's own
+    # application master already holds part of it, so the worker never starts.
+    specs = {"chief": SMALL, "ps": SMALL, "worker": TaskSpec("8G", 8)}
+    t0 = time.monotonic()
+    run = submit(lambda: None, specs, name=unique("tfyarn-test-pending"), peer_timeout_s=30.0)
+    runs.append(run)
+    err, snapshots = wait_failed(run)
+    print(f"ended {time.monotonic() - t0:.0f}s after submit")
+    waiting = [p for st in snapshots for p in st.pending if p.startswith("worker:")]
+    assert waiting, [st.pending for st in snapshots]
+    assert "worker: 0 of 1 allocated; waiting for free capacity on queue" in waiting[-1]
+    assert "(8192 MiB, 8 vcores each)" in waiting[-1]
+    assert err.task in ("chief:0", "ps:0")
+    assert "waited 30s for its peers; never started: worker:0" in err.traceback
+    assert "not enough free resources" in err.traceback
+
+
+# -- caught before submission --------------------------------------------------------------
+def test_more_vcores_than_any_node_has_is_refused_before_submission(sandbox, app_names):
+    name = unique("tfyarn-test-vcores")
+    with pytest.raises(SpecError, match="does not fit any node") as exc:
+        submit(lambda: None, {"chief": TaskSpec("512M", 64)}, name=name)
+    assert str(exc.value).startswith("chief: 512 MiB / 64 vcores")
+    assert "largest: 8192 MiB / 8 vcores" in str(exc.value)
+    assert name not in app_names()
+
+
+def test_node_label_the_queue_cannot_reach_is_refused_before_submission(sandbox, app_names):
+    # Submitted anyway, YARN would fail it at allocation ("queue=default doesn't
+    # have permission to access all labels"); tfyarn says so up front.
+    name = unique("tfyarn-test-label")
+    with pytest.raises(SpecError) as exc:
+        submit(lambda: None, {"chief": TaskSpec("512M", 1, label=NodeLabel.GPU)}, name=name)
+    message = str(exc.value)
+    assert message.startswith("chief: queue 'default' cannot use nodes labelled 'gpu'")
+    assert "unlabelled nodes only" in message
+    assert name not in app_names()
+
+
+def test_files_source_that_does_not_exist_is_refused_before_submission(
+    sandbox, app_names, tmp_path
+):
+    name = unique("tfyarn-test-nofile")
+    missing = tmp_path / "no-such-data.csv"
+    with pytest.raises(SpecError) as exc:
+        submit(lambda: None, {"chief": SMALL}, files={"data.csv": missing}, name=name)
+    assert str(exc.value) == f"files['data.csv']: {missing} does not exist"
+    assert name not in app_names()
+
+
+# -- configuration mistakes, in a subprocess --------------------------------------------------
+_SUBMIT = textwrap.dedent(
+    """\
+    import json, sys, time
+    t0 = time.monotonic()
+    from tfyarn_jupyter import TaskSpec, submit
+    try:
+        submit(lambda: None, {"chief": TaskSpec("512M", 1)}, name=sys.argv[1])
+        out = {"type": None, "error": ""}
+    except Exception as exc:
+        out = {"type": type(exc).__name__, "error": str(exc)}
+    out["seconds"] = time.monotonic() - t0
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+def submit_elsewhere(env: dict[str, str], name: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SUBMIT, name],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def test_missing_hadoop_conf_dir_says_what_to_set(sandbox, app_names):
+    name = unique("tfyarn-test-noconf")
+    env = {k: v for k, v in os.environ.items() if k != "HADOOP_CONF_DIR"}
+    out = submit_elsewhere(env, name)
+    assert out["type"] == "ClusterConfigError", out
+    assert out["error"].startswith("HADOOP_CONF_DIR is not set: point it at")
+    assert "tfyarn-sandbox env" in out["error"]
+    assert name not in app_names()
+
+
+def test_unreachable_resourcemanager_says_which_address_and_what_to_set(
+    sandbox, app_names, tmp_path
+):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    conf = tmp_path / "conf"
+    shutil.copytree(os.environ["HADOOP_CONF_DIR"], conf)
+    yarn_site = read_conf("yarn-site.xml")
+    for key in ("yarn.resourcemanager.address", "yarn.resourcemanager.scheduler.address"):
+        yarn_site[key] = dead
+    (conf / "yarn-site.xml").write_bytes(to_xml(yarn_site))
+    name = unique("tfyarn-test-normm")
+    out = submit_elsewhere({**os.environ, "HADOOP_CONF_DIR": str(conf)}, name)
+    print(f"refused after {out['seconds']:.1f}s")
+    assert out["type"] == "ClusterConfigError", out
+    message = out["error"]
+    assert message.startswith(f"cannot reach the ResourceManager ({dead}: ")
+    assert f"yarn.resourcemanager.address in {conf}/yarn-site.xml" in message
+    assert "HADOOP_CONF_DIR" in message
+    assert name not in app_names()
