@@ -154,6 +154,16 @@ def _check_env(env: Mapping[str, str] | None) -> dict[str, str]:
                 "which YARN's launch script cannot carry; encode it (e.g. base64)"
             )
         out[k] = v
+    bounds = {"TFYARN_PEER_TIMEOUT": 1.0, "TFYARN_HEARTBEAT_TIMEOUT": 3 * HEARTBEAT_INTERVAL_S}
+    for key, least in bounds.items():
+        if key not in out:
+            continue
+        try:
+            ok = float(out[key]) >= least
+        except ValueError:
+            ok = False
+        if not ok:
+            raise SpecError(f"env: {key}={out[key]!r} must be a number of seconds >= {least:g}")
     return out
 
 
@@ -255,6 +265,32 @@ def _acls(user: str, acls: skein.ACLs | Mapping[str, Sequence[str]] | None) -> s
 
 
 # -- the application spec ------------------------------------------------------
+def task_env(
+    user_env: Mapping[str, str],
+    specs: Mapping[str, TaskSpec],
+    *,
+    peer_timeout_s: float,
+    heartbeat: bool,
+) -> dict[str, str]:
+    """The tasks' environment: the user's, the topology, and the two bounds.
+
+    The bounds are the user's to tune (``--env TFYARN_PEER_TIMEOUT=600``); a
+    detached run has no client to watch, whatever the env says.
+    """
+    out = {
+        **user_env,
+        # YARN writes env values into a shell script between double quotes
+        # without escaping them, so this stays free of quotes.
+        "TFYARN_TASKS": ",".join(f"{t}={s.instances}" for t, s in specs.items()),
+        "TFYARN_PEER_TIMEOUT": user_env.get("TFYARN_PEER_TIMEOUT", str(peer_timeout_s)),
+        "TFYARN_HEARTBEAT_TIMEOUT": str(HEARTBEAT_TIMEOUT_S if heartbeat else 0),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if heartbeat and "TFYARN_HEARTBEAT_TIMEOUT" in user_env:
+        out["TFYARN_HEARTBEAT_TIMEOUT"] = user_env["TFYARN_HEARTBEAT_TIMEOUT"]
+    return out
+
+
 def service_script(interpreter: str, pythonpath: Sequence[str]) -> str:
     path = ":".join(pythonpath)
     # skein sends a service's stdout and stderr to one <service>.log; stderr goes to its
@@ -371,15 +407,7 @@ def prepare(
         pythonpath.append("overlay")
     for target, src in local_files.items():
         shipped[target] = skein.File(source=str(src))
-    task_env = {
-        **user_env,
-        # YARN writes env values into a shell script between double quotes
-        # without escaping them, so this stays free of quotes.
-        "TFYARN_TASKS": ",".join(f"{t}={s.instances}" for t, s in specs.items()),
-        "TFYARN_PEER_TIMEOUT": str(peer_timeout_s),
-        "TFYARN_HEARTBEAT_TIMEOUT": str(HEARTBEAT_TIMEOUT_S if heartbeat else 0),
-        "PYTHONUNBUFFERED": "1",
-    }
+    env_vars = task_env(user_env, specs, peer_timeout_s=peer_timeout_s, heartbeat=heartbeat)
     script = service_script(interpreter, pythonpath)
     services = {
         ttype: skein.Service(
@@ -387,7 +415,7 @@ def prepare(
             script=script,
             instances=s.instances,
             files=shipped,
-            env=task_env,
+            env=env_vars,
             node_label=s.label.value,
         )
         for ttype, s in specs.items()

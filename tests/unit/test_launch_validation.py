@@ -163,6 +163,32 @@ def test_env_entries_that_are_not_name_to_string(entry, env):
         entry(ok_fn, OK_SPECS, env=env)
 
 
+@pytest.mark.parametrize(
+    "env", [{"TFYARN_PEER_TIMEOUT": "soon"}, {"TFYARN_PEER_TIMEOUT": "0"},
+            {"TFYARN_HEARTBEAT_TIMEOUT": "5"}],
+)  # fmt: skip
+def test_timeout_bounds_in_env_that_are_not_usable_seconds(entry, env):
+    (key,) = env
+    with pytest.raises(SpecError, match=f"{key}=.* must be a number of seconds"):
+        entry(ok_fn, OK_SPECS, env=env)
+
+
+def test_timeout_bounds_in_env_override_the_defaults_but_a_detached_run_has_no_watchdog():
+    specs = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2), "ps": TaskSpec(512, 1)}
+    user = {"TFYARN_HEARTBEAT_TIMEOUT": "20", "TFYARN_PEER_TIMEOUT": "45", "A": "b"}
+    owned = launch.task_env(user, specs, peer_timeout_s=300.0, heartbeat=True)
+    assert owned["TFYARN_HEARTBEAT_TIMEOUT"] == "20"
+    assert owned["TFYARN_PEER_TIMEOUT"] == "45"
+    assert owned["TFYARN_TASKS"] == "chief=1,worker=2,ps=1"
+    assert owned["A"] == "b"
+    detached = launch.task_env(user, specs, peer_timeout_s=300.0, heartbeat=False)
+    assert detached["TFYARN_HEARTBEAT_TIMEOUT"] == "0"
+    assert detached["TFYARN_PEER_TIMEOUT"] == "45"
+    default = launch.task_env({}, specs, peer_timeout_s=300.0, heartbeat=True)
+    assert default["TFYARN_HEARTBEAT_TIMEOUT"] == str(launch.HEARTBEAT_TIMEOUT_S)
+    assert default["TFYARN_PEER_TIMEOUT"] == "300.0"
+
+
 @pytest.mark.parametrize("queue", ["", None, 3])
 def test_queue_that_is_not_a_name(entry, queue):
     with pytest.raises(SpecError, match="queue must be a queue name"):
