@@ -12,7 +12,7 @@ Each comparison is measured in the same run, its variants interleaved
 3. tfyarn cold launch (archive absent, phases timed), and the pack phase
    against plain ``tar -cf`` and venv-pack's defaults;
 4. tf-yarn 0.7.0 from PyPI on the same experiment (full mode only);
-5. watching cost: calls and milliseconds per poll for 2, 8 and 48 tasks;
+5. watching cost: calls and milliseconds per poll for 1, 2, 8, 32 and 48 tasks;
 6. training overhead: steps/s locally and as the chief of a run;
 
 plus a bare skein application's submit -> RUNNING / FINISHED latency, the
@@ -256,7 +256,7 @@ class Config:
 def config(reps: int, smoke: bool, out: Path) -> Config:
     if smoke:
         return Config(reps, True, out, 100, (2,), 5, 1, 30.0, False, False)
-    return Config(reps, False, out, 300, (2, 8, 48), 20, 5, 900.0, True, True)
+    return Config(reps, False, out, 300, (1, 2, 8, 32, 48), 20, 5, 900.0, True, True)
 
 
 def topologies(smoke: bool) -> dict[str, dict[str, Any]]:
