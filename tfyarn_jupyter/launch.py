@@ -136,7 +136,15 @@ def _check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Pat
         path = Path(source).expanduser()
         if not path.exists():
             raise SpecError(f"files[{target!r}]: {source} does not exist")
-        if "/" in target.strip("/") or target in ("", ".", "..", "env", "overlay", PAYLOAD):
+        if "/" in target.strip("/") or target in (
+            "",
+            ".",
+            "..",
+            "env",
+            ENV_TAR,
+            "overlay",
+            PAYLOAD,
+        ):
             raise SpecError(f"files: {target!r} is not a plain name for the container's folder")
         out[target] = path.absolute()
     return out
@@ -291,6 +299,42 @@ def task_env(
     return out
 
 
+#: The packed environment as shipped: a plain file, unpacked by the service script.
+ENV_TAR = "env.tar"
+
+#: Unpacks ``env.tar`` once per node and environment key into a per-user cache beside
+#: the NodeManager's, and links it as ``./env``. YARN's own unpacking of an archive
+#: resource sets the permissions of every file it holds one by one, which without
+#: Hadoop's native library is a ``chmod`` process per file: minutes for a TensorFlow
+#: venv. Unpacked here, a cold start costs one ``tar -x``, a warm one a symlink.
+UNPACK_ENV = r"""
+if [ -f ./env.tar ]; then
+  root="${TFYARN_ENV_CACHE:-${TMPDIR:-/tmp}/tfyarn-envs-$(id -u)}"
+  dest="$root/$TFYARN_ENV_KEY"
+  mkdir -p "$root" 2>/dev/null && chmod 700 "$root" 2>/dev/null
+  if [ -O "$root" ] && [ ! -f "$dest/.tfyarn-unpacked" ]; then
+    (
+      flock 9 2>/dev/null
+      if [ ! -f "$dest/.tfyarn-unpacked" ]; then
+        part="$dest.part.$$"
+        rm -rf "$part" && mkdir "$part" && tar -xf ./env.tar -C "$part" \
+          && touch "$part/.tfyarn-unpacked" && { [ -e "$dest" ] || mv "$part" "$dest"; }
+        rm -rf "$part"
+      fi
+    ) 9>"$dest.lock"
+    find "$root" -mindepth 2 -maxdepth 2 -name .tfyarn-used -mtime +7 2>/dev/null \
+      | while read -r used; do rm -rf "$(dirname "$used")"; done
+  fi
+  if [ -O "$root" ] && [ -f "$dest/.tfyarn-unpacked" ]; then
+    touch "$dest/.tfyarn-used"
+    ln -sfn "$dest" ./env
+  else  # no usable cache folder on this node: unpack into the container itself
+    mkdir -p ./env && tar -xf ./env.tar -C ./env
+  fi
+fi
+"""
+
+
 def service_script(interpreter: str, pythonpath: Sequence[str]) -> str:
     path = ":".join(pythonpath)
     # skein sends a service's stdout and stderr to one <service>.log; stderr goes to its
@@ -303,6 +347,7 @@ virtual environment runs on; install the same Python at the same path on every n
 pass pyenv_archive= an environment built for the nodes" >&2
   exit 127
 fi
+{UNPACK_ENV.strip()}
 export PYTHONPATH="{path}${{PYTHONPATH:+:$PYTHONPATH}}"
 ./env/bin/python -u -m tfyarn_jupyter.tasks
 rc=$?
@@ -393,9 +438,16 @@ def prepare(
         raise
     pythonpath = ["."]
     shipped: dict[str, skein.File] = {
-        "env": skein.File(source=_file_source(archive), type="archive", visibility="private"),
         PAYLOAD: skein.File(source=str(wd / PAYLOAD), type="file"),
     }
+    if report is not None:
+        # Our own tar: shipped as a file (kept by each NodeManager between runs, as the
+        # visibility says) and unpacked by the service script, see UNPACK_ENV.
+        shipped[ENV_TAR] = skein.File(source=archive, type="file", visibility="private")
+    else:
+        shipped["env"] = skein.File(
+            source=_file_source(archive), type="archive", visibility="private"
+        )
     if sources:
         shipped[SOURCES] = skein.File(source=str(sources), type="file")
         pythonpath.append(SOURCES)
@@ -408,6 +460,8 @@ def prepare(
     for target, src in local_files.items():
         shipped[target] = skein.File(source=str(src))
     env_vars = task_env(user_env, specs, peer_timeout_s=peer_timeout_s, heartbeat=heartbeat)
+    if report is not None:
+        env_vars["TFYARN_ENV_KEY"] = report.key
     script = service_script(interpreter, pythonpath)
     services = {
         ttype: skein.Service(

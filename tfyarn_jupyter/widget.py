@@ -66,7 +66,8 @@ class RunPanel(anywidget.AnyWidget):
         self._created = time.monotonic()
         self._lock = threading.Lock()
         self._listeners: list[Any] = []
-        self.on_msg(self._handle_msg)
+        # Not `_handle_msg`: that name is ipywidgets.Widget's own comm handler.
+        self.on_msg(self._on_action)
         self.poller = Poller(run.status, self.update, interval=interval)
         if start:
             self.poller.start()
@@ -100,7 +101,7 @@ class RunPanel(anywidget.AnyWidget):
         for fn in self._listeners:
             fn(st)
 
-    def _handle_msg(self, _widget: Any, content: dict, _buffers: Any) -> None:
+    def _on_action(self, _widget: Any, content: dict, _buffers: Any) -> None:
         kind = content.get("type")
         try:
             if kind == "cancel":

@@ -235,10 +235,11 @@ function render({ model, el }) {
       url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", "data-testid": "yarn-ui", text: "YARN UI" }) : null,
     );
     const diag = asString(a.diagnostics).trim();
+    // replaceChildren, unlike h(), would print a null child as the text "null".
     header.replaceChildren(
       title,
       meta,
-      diag ? h("div", { class: "tfy-diagnostics", "data-testid": "diagnostics", text: diag }) : null,
+      ...(diag ? [h("div", { class: "tfy-diagnostics", "data-testid": "diagnostics", text: diag })] : []),
     );
   }
 
