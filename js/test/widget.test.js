@@ -190,6 +190,12 @@ describe("header", () => {
     expect(q('[data-testid="yarn-ui"]')).toBeNull();
   });
 
+  it("adds no diagnostics line (and no stray text) when the app has none", () => {
+    mount(fakeModel({ app: { ...RUNNING_APP, diagnostics: "" } }));
+    expect(q('[data-testid="diagnostics"]')).toBeNull();
+    expect(el.textContent).not.toContain("null");
+  });
+
   it("escapes model text instead of parsing it as HTML", () => {
     mount(fakeModel({ app: { ...RUNNING_APP, name: "<img src=x onerror=alert(1)>" } }));
     expect(q('[data-testid="app-name"]').textContent).toBe("<img src=x onerror=alert(1)>");
