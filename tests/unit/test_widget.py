@@ -1,0 +1,103 @@
+"""The panel's model: traits from a status, actions from the front end (no cluster).
+
+The run is a stand-in object: the panel only calls ``status``, ``cancel``,
+``kill_task`` and ``logs`` on it, and here those record what they were asked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tfyarn_jupyter.state import AppInfo, RunStatus, TaskState
+from tfyarn_jupyter.widget import RunPanel, status_html
+
+
+class RecordingRun:
+    app_id = "application_1_0001"
+    last_status = None
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def status(self) -> RunStatus:
+        return running()
+
+    def cancel(self) -> None:
+        self.calls.append(("cancel", None))
+
+    def kill_task(self, task: str) -> None:
+        if task == "worker:9":
+            raise ValueError("no task worker:9 in this run")
+        self.calls.append(("kill", task))
+
+    def logs(self, task: str) -> dict[str, str]:
+        self.calls.append(("logs", task))
+        return {"source": "live", "stdout": "step 1\n", "stderr": ""}
+
+
+def running(state: str = "RUNNING", final: str = "UNDEFINED") -> RunStatus:
+    ended = final != "UNDEFINED"
+    app = AppInfo(app_id="application_1_0001", name="<b>demo</b>", queue="ml-gpu", state=state,
+                  final_status=final, start_time=1000.0, finish_time=61000.0 if ended else 0.0)  # fmt: skip
+    tasks = [
+        TaskState("chief:0", "chief", 0, "running", "gpu-node:8042", True, "c_2", 2000.0),
+        TaskState("evaluator:0", "evaluator", 0, "running", "cpu-node:8042", False, "c_3", 2000.0),
+    ]
+    metrics = [{"global_step": 100, "loss": 0.5, "accuracy": 0.9}]
+    return RunStatus(app, tasks, [], metrics, None)
+
+
+@pytest.fixture
+def panel():
+    run = RecordingRun()
+    p = RunPanel(run, start=False)  # type: ignore[arg-type]
+    sent: list[dict] = []
+    p.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    p.sent = sent  # type: ignore[attr-defined]
+    yield p
+    p.close()
+
+
+def from_front_end(panel: RunPanel, content: dict) -> None:
+    """Deliver ``content`` the way a browser's ``model.send`` arrives: a comm message."""
+    panel._handle_msg({"content": {"data": {"method": "custom", "content": content}},
+                       "buffers": []})  # fmt: skip
+
+
+def test_update_puts_the_status_in_the_synced_traits_and_remembers_what_was_seen(panel):
+    panel.update(running())
+    assert panel.app["state"] == "RUNNING" and panel.app["queue"] == "ml-gpu"
+    assert [(t["task"], t["node"], t["gpu"]) for t in panel.tasks] == [
+        ("chief:0", "gpu-node:8042", True), ("evaluator:0", "cpu-node:8042", False)]  # fmt: skip
+    assert panel.metrics == [{"global_step": 100, "loss": 0.5, "accuracy": 0.9}]
+    assert panel.summary is None
+    assert ("chief:0", "chief", "running", "gpu-node:8042", True) in panel.seen
+    assert panel.metrics_seen_while_running == 1
+    assert panel.first_all_running_s is not None
+
+
+def test_cancel_kill_and_logs_messages_from_the_browser_reach_the_run(panel):
+    from_front_end(panel, {"type": "cancel"})
+    from_front_end(panel, {"type": "kill", "task": "worker:1"})
+    from_front_end(panel, {"type": "logs", "task": "chief:0"})
+    assert panel.run.calls == [("cancel", None), ("kill", "worker:1"), ("logs", "chief:0")]
+    assert panel.sent == [{"type": "logs", "task": "chief:0", "source": "live",
+                           "stdout": "step 1\n", "stderr": ""}]  # fmt: skip
+    assert panel.error == ""
+
+
+def test_a_failing_or_unknown_action_is_reported_in_the_panel_not_raised(panel):
+    from_front_end(panel, {"type": "kill", "task": "worker:9"})
+    assert "no task worker:9" in panel.error
+    from_front_end(panel, {"type": "explode"})
+    assert "unknown action 'explode'" in panel.error
+    assert [m["type"] for m in panel.sent] == ["error", "error"]
+
+
+def test_static_summary_escapes_names_and_shows_the_final_state():
+    html = status_html(running("FINISHED", "SUCCEEDED"))
+    assert "&lt;b&gt;demo&lt;/b&gt;" in html and "<b>demo</b>" not in html
+    assert "SUCCEEDED" in html
+    assert "chief:0" in html and "gpu-node:8042" in html
