@@ -39,8 +39,15 @@ class RecordingRun:
 
 def running(state: str = "RUNNING", final: str = "UNDEFINED") -> RunStatus:
     ended = final != "UNDEFINED"
-    app = AppInfo(app_id="application_1_0001", name="<b>demo</b>", queue="ml-gpu", state=state,
-                  final_status=final, start_time=1000.0, finish_time=61000.0 if ended else 0.0)  # fmt: skip
+    app = AppInfo(
+        app_id="application_1_0001",
+        name="<b>demo</b>",
+        queue="ml-gpu",
+        state=state,
+        final_status=final,
+        start_time=1000.0,
+        finish_time=61000.0 if ended else 0.0,
+    )
     tasks = [
         TaskState("chief:0", "chief", 0, "running", "gpu-node:8042", True, "c_2", 2000.0),
         TaskState("evaluator:0", "evaluator", 0, "running", "cpu-node:8042", False, "c_3", 2000.0),
