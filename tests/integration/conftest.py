@@ -6,7 +6,9 @@ import importlib
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +79,16 @@ def build_wheel(tmp_path):
         return wheel
 
     return build
+
+
+@pytest.fixture
+def runs() -> Iterator[list[Any]]:
+    """Append each ``Run`` a test starts; any still going when the test ends is cancelled."""
+    started: list[Any] = []
+    yield started
+    for run in started:
+        try:
+            if not run._poller.ended:
+                run.cancel()
+        except Exception as exc:  # teardown must not hide the test's own failure
+            print(f"could not cancel {run}: {exc}", file=sys.stderr)

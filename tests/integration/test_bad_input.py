@@ -36,19 +36,6 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def runs():
-    """Runs a test started; any still going when the test ends is killed."""
-    started: list = []
-    yield started
-    for run in started:
-        try:
-            if not run._poller.ended:
-                run.cancel()
-        except Exception as exc:  # teardown must not hide the test's own failure
-            print(f"could not cancel {run}: {exc}", file=sys.stderr)
-
-
 def wait_failed(run, timeout: float = RUN_TIMEOUT_S) -> tuple[RunFailed, list]:
     """Poll until the run ended; return its RunFailed and every snapshot seen."""
     snapshots = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -49,19 +48,6 @@ def unique(prefix: str) -> str:
 
 def figure(case: str, seconds: float) -> None:
     print(f"FIGURE case={case} seconds={seconds:.1f}")
-
-
-@pytest.fixture
-def runs() -> Iterator[list[Run]]:
-    """Runs a test started; any still going when the test ends is killed."""
-    started: list[Run] = []
-    yield started
-    for run in started:
-        try:
-            if not run._poller.ended:
-                run.cancel()
-        except Exception as exc:  # teardown must not hide the test's own failure
-            print(f"could not cancel {run}: {exc}", file=sys.stderr)
 
 
 def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval: float = 1.0) -> T:

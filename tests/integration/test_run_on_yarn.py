@@ -39,19 +39,6 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def runs():
-    """Runs a test started; any still going when the test ends is killed."""
-    started = []
-    yield started
-    for run in started:
-        try:
-            if not run._poller.ended:
-                run.cancel()
-        except Exception as exc:  # teardown must not hide the test's own failure
-            print(f"could not cancel {run}: {exc}", file=sys.stderr)
-
-
 def watch(run, timeout: float = RUN_TIMEOUT_S, interval: float = 1.0) -> list:
     """Poll ``run.status()`` until the run (and its retries) ended; every snapshot, in order."""
     snapshots = []
