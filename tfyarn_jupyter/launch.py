@@ -321,13 +321,20 @@ if [ -f ./env.tar ]; then
           && touch "$part/.tfyarn-unpacked" && { [ -e "$dest" ] || mv "$part" "$dest"; }
         rm -rf "$part"
       fi
-    ) 9>"$dest.lock"
-    find "$root" -mindepth 2 -maxdepth 2 -name .tfyarn-used -mtime +7 2>/dev/null \
-      | while read -r used; do rm -rf "$(dirname "$used")"; done
+    ) 9>"$dest.unpack.lock"
   fi
   if [ -O "$root" ] && [ -f "$dest/.tfyarn-unpacked" ]; then
+    exec 8>"$dest.lock" && flock -s 8 2>/dev/null  # held while this container runs
     touch "$dest/.tfyarn-used"
     ln -sfn "$dest" ./env
+    # Keep this node's newest few environments; an older one goes once no container
+    # holds its lock (each env is a TensorFlow venv: gigabytes).
+    ls -1t "$root"/*/.tfyarn-used 2>/dev/null | tail -n +"$((${TFYARN_ENV_KEEP:-3} + 1))" \
+      | while read -r used; do
+          old=$(dirname "$used")
+          [ "$old" = "$dest" ] && continue
+          ( flock -n 7 && rm -rf "$old" "$old.unpack.lock" ) 7>"$old.lock" 2>/dev/null
+        done
   else  # no usable cache folder on this node: unpack into the container itself
     mkdir -p ./env && tar -xf ./env.tar -C ./env
   fi
