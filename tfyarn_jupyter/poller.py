@@ -209,9 +209,10 @@ class StatusSource:
         for name in names:
             r = requests.get(f"{base}/containerlogs/{c.container_id}/{name}",
                              params={**params, "size": str(-tail)}, timeout=10)  # fmt: skip
-            # The NodeManager frames the file as `yarn logs` does.
-            text = parse_yarn_logs(r.text).get(name, r.text) if r.ok else ""
-            files[name] = text if r.ok else f"(log unavailable: HTTP {r.status_code})"
+            if r.ok:  # the NodeManager frames the file as `yarn logs` does
+                files[name] = parse_yarn_logs(r.text).get(name, r.text)
+            else:
+                files[name] = f"(log unavailable: HTTP {r.status_code})"
         return files
 
     def _aggregated(self, c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
