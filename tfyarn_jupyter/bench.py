@@ -859,148 +859,158 @@ class Bench:
             self.row(sec, "chief+evaluator: submit -> run finished", "s", [],
                      f"could not run: {type(exc).__name__}: {str(exc)[-400:]}")  # fmt: skip
 
-    def _tfyarn070_env(self) -> tuple[Path, str]:
-        """tf-yarn 0.7.0 in its own venv (the project's venv untouched), and a pex for YARN.
+    def _tfyarn070_env(self) -> dict[str, str]:
+        """tf-yarn 0.7.0 in a venv of its own, with this venv's TensorFlow and scikit-learn.
 
-        The venv sees the project venv's packages (TensorFlow, skein) through a
-        ``.pth`` file, so pip adds only tf-yarn and what it needs beyond them. The
-        pex is empty but for its shebang (that venv's python) and inherits its path:
-        on this one-host cluster the containers run the same interpreter.
+        Returns the environment its driver runs in (the venv activated: its packer
+        calls ``pex`` from ``PATH``). pyarrow is held below 22, whose wheels refuse
+        NumPy 1.x, which TensorFlow 2.15 needs.
         """
-        import sysconfig
-
-        from . import packing
+        from importlib.metadata import version
 
         py = TFYARN070_VENV / "bin" / "python"
-        if not (TFYARN070_VENV / "bin" / "pex").exists():
+        pins = [f"{d}=={version(d)}" for d in ("tensorflow-cpu", "scikit-learn", "numpy")]
+        marker = TFYARN070_VENV / ".tfyarn-bench"
+        wanted = " ".join(["tf-yarn==0.7.0", "pyarrow<22", *pins])
+        if not marker.exists() or marker.read_text() != wanted:
+            from . import packing
+
+            shutil.rmtree(TFYARN070_VENV, ignore_errors=True)
             base = packing.base_interpreter(packing.venv_prefix())
             subprocess.run([base, "-m", "venv", str(TFYARN070_VENV)], check=True,
                            capture_output=True)  # fmt: skip
-            site = subprocess.run(
-                [str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                check=True, capture_output=True, text=True,
-            ).stdout.strip()  # fmt: skip
-            Path(site, "tfyarn_bench_base.pth").write_text(sysconfig.get_path("purelib") + "\n")
             proc = subprocess.run(
                 [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 "tf-yarn==0.7.0"],
-                capture_output=True, text=True, timeout=900,
+                 *wanted.split()],
+                capture_output=True, text=True, timeout=1800,
             )  # fmt: skip
             if proc.returncode != 0:
-                raise RuntimeError(f"pip install tf-yarn==0.7.0 failed: {proc.stderr[-400:]}")
-        pex = self.tmp / "tfyarn070-env.pex"
-        subprocess.run(
-            [str(TFYARN070_VENV / "bin" / "pex"), "--python-shebang", str(py),
-             "--inherit-path=fallback", "-o", str(pex)],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
-        return py, str(pex)
-
-    def _tfyarn070_packer_reason(self, py: Path) -> str:
-        """Why tf-yarn's own packer (cluster-pack, pyarrow's HDFS client) cannot ship here."""
-        code = "import pyarrow.fs as f; f.HadoopFileSystem('default')"
-        proc = subprocess.run([str(py), "-c", code], capture_output=True, text=True, timeout=120)
-        if proc.returncode == 0:
-            return "pyarrow reached HDFS, but the pre-built pex was used for a like-for-like run"
-        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        return f"its packer (cluster-pack -> pyarrow HadoopFileSystem) cannot reach HDFS: {last}"
+                raise RuntimeError(f"pip install {wanted} failed: {proc.stderr[-400:]}")
+            marker.write_text(wanted)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_CONFIG")}
+        env["VIRTUAL_ENV"] = str(TFYARN070_VENV)
+        env["PATH"] = f"{TFYARN070_VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        return env
 
     def _tfyarn070(self, sec: str, topology: Mapping[str, Any]) -> None:
         from . import filesystem
 
-        self.log("tf-yarn 0.7.0: venv and pex")
-        py, pex = self._tfyarn070_env()
-        reason = self._tfyarn070_packer_reason(py)
-        self.notes.append(f"tf-yarn 0.7.0 was given a pre-built pex on HDFS: {reason[:300]}")
-        remote = filesystem.upload(pex, f"{filesystem.home()}/.tfyarn/bench/tfyarn070-env.pex")
-        self._hdfs_leftovers.append(remote)
-        variants = ["tf-yarn 0.7.0", "tfyarn warm"]
-        res: dict[str, list[float | None]] = {v: [] for v in variants}
+        self.log("tf-yarn 0.7.0: its venv, then its environment on HDFS (warm-up)")
+        env = self._tfyarn070_env()
+        warm_path = f"{filesystem.home()}/.tfyarn/bench/tfyarn070-warm.pex"
+        self.notes.append(
+            "tf-yarn 0.7.0 packs with its own packer (cluster-pack: a pex resolved from the "
+            "venv's requirements, pex's download cache warm), uploaded through fsspec's "
+            "WebHDFS: its default hdfs:// upload needs libhdfs.so, which nothing here provides"
+        )
+        warmup = self._tfyarn070_run(env, topology, warm_path, cold=False)
+        self.details["tfyarn070_warmup"] = warmup
+        self._hdfs_leftovers += [warm_path, warm_path.replace(".pex", ".json")]
+        variants = ["tf-yarn 0.7.0 warm", "tfyarn warm", "tf-yarn 0.7.0 cold", "tfyarn cold"]
+        res: dict[str, list[dict | None]] = {v: [] for v in variants}
         for rep, variant in interleave(variants, self.cfg.reps):
             self.log(f"tf-yarn comparison rep {rep + 1} {variant}")
-            value: float | None = None
+            out: dict | None = None
+            cold = variant.endswith("cold")
             try:
-                if variant == "tfyarn warm":
-                    value = self.measure_tfyarn(topology, cold=False)["finished"]
+                if variant.startswith("tfyarn"):
+                    out = self.measure_tfyarn(topology, cold=cold)
                 else:
-                    value = self._tfyarn070_run(py, remote, topology)
+                    path = warm_path
+                    if cold:
+                        path = f"{filesystem.home()}/.tfyarn/bench/tfyarn070-{uuid.uuid4().hex}.pex"
+                    out = self._tfyarn070_run(env, topology, path, cold=cold)
+                if out and not str(out.get("final", "")).endswith("SUCCEEDED"):
+                    raise RuntimeError(f"ended {out.get('final')}: {out.get('error', '')}")
             except Exception as exc:
                 self.notes.append(f"{variant} rep {rep + 1} failed: {str(exc)[-400:]}")
-            self.log(f"  -> {value}")
-            res[variant].append(value)
-        for v in variants:
-            self.row(sec, f"chief+evaluator: {v}: submit -> run finished", "s", res[v],
-                     f"max_steps={self.cfg.max_steps}")  # fmt: skip
-        self.row(sec, "tf-yarn 0.7.0 / tfyarn warm", "x", paired_ratios(*res.values()),
-                 "paired per repetition")  # fmt: skip
+                out = None
+            self.log(f"  -> {json.dumps(out, default=str)[:400]}")
+            res[variant].append(out)
+        self.details["tfyarn070"] = res
+        self._tfyarn070_rows(sec, res)
 
-    def _tfyarn070_run(self, py: Path, pex: str, topology: Mapping[str, Any]) -> float:
-        model_dir = self.tmp / f"model-070-{uuid.uuid4().hex[:8]}"
-        specs = {t: {"memory": s.memory, "vcores": s.vcores, "instances": s.instances}
-                 for t, s in topology.items()}  # fmt: skip
-        proc = subprocess.run(
-            [str(py), "-c", TFYARN070_DRIVER, str(CANCER), str(model_dir),
-             str(self.cfg.max_steps), pex, json.dumps(specs), str(REPO)],
-            capture_output=True, text=True, timeout=900, cwd=self.tmp,
-        )  # fmt: skip
-        for line in proc.stdout.splitlines():
-            if line.startswith("TFYARN070 "):
-                out = json.loads(line[len("TFYARN070 ") :])
-                if out.get("app_id"):
-                    self._apps.append(out["app_id"])
-                if out.get("error"):
-                    raise RuntimeError(out["error"])
-                if out.get("note") and out["note"] not in self.notes:
-                    self.notes.append(out["note"])
-                return float(out["wall"])
-        raise RuntimeError(f"tf-yarn 0.7.0 driver failed: {proc.stderr[-600:]}")
+    def _tfyarn070_rows(self, sec: str, res: Mapping[str, Sequence[dict | None]]) -> None:
+        def col(variant: str, key: str) -> list[float | None]:
+            return [r.get(key) if r else None for r in res[variant]]
+
+        moments = [("all_containers_running", "submit -> all containers RUNNING"),
+                   ("first_step", "submit -> first training step"),
+                   ("finished", "submit -> run finished")]  # fmt: skip
+        for temp in ("warm", "cold"):
+            ours, theirs = f"tfyarn {temp}", f"tf-yarn 0.7.0 {temp}"
+            for key, label in moments:
+                for v in (theirs, ours):
+                    self.row(sec, f"{v}: {label}", "s", col(v, key))
+                self.row(sec, f"{temp}: tfyarn / tf-yarn 0.7.0, {label.split('-> ')[1]}", "x",
+                         paired_ratios(col(ours, key), col(theirs, key)),
+                         "paired per repetition; below 1 is faster")  # fmt: skip
+        for phase in ("pack", "upload"):
+            self.row(sec, f"tf-yarn 0.7.0 cold phase: {phase}", "s",
+                     [r["phases"].get(phase) if r else None for r in res["tf-yarn 0.7.0 cold"]],
+                     "cluster-pack's pex build; WebHDFS upload")  # fmt: skip
+            self.row(sec, f"tfyarn cold phase: {phase}", "s",
+                     [r["launch_phases"].get(f"env_{phase}") if r else None
+                      for r in res["tfyarn cold"]], "tar; WebHDFS upload")  # fmt: skip
+        sizes = [r.get("env_size") for r in res["tf-yarn 0.7.0 cold"] if r]
+        if sizes and sizes[0]:
+            self.row(sec, "tf-yarn 0.7.0 environment (pex) size", "MiB", [sizes[0] / 2**20])
+
+    def _tfyarn070_run(
+        self, env: Mapping[str, str], topology: Mapping[str, Any], env_path: str, *, cold: bool
+    ) -> dict:
+        """One tf-yarn run through its driver; moments relative to the driver's start."""
+        tag = uuid.uuid4().hex[:8]
+        cfg = {
+            "env_path": env_path,
+            "cold": cold,
+            "name": f"tfyarn-bench-tfyarn070-{tag}",
+            "specs": {
+                t: {"memory": s.memory, "vcores": s.vcores, "instances": s.instances}
+                for t, s in topology.items()
+            },
+            "cancer": str(CANCER),
+            "model_dir": str(self.tmp / f"model-070-{tag}"),
+            "max_steps": self.cfg.max_steps,
+            "stats": str(self.tmp / f"steps-070-{tag}"),
+        }
+        try:
+            proc = subprocess.run(
+                [str(TFYARN070_VENV / "bin" / "python"), str(TFYARN070_DRIVER), json.dumps(cfg)],
+                capture_output=True, text=True, timeout=1800, cwd=self.tmp, env=dict(env),
+            )  # fmt: skip
+        finally:
+            if cold:
+                for p in (env_path, env_path.replace(".pex", ".json")):
+                    self._hdfs_delete(p)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("TFYARN070 ")), None)
+        if line is None:
+            raise RuntimeError(f"tf-yarn 0.7.0 driver failed: {proc.stderr[-600:]}")
+        raw = json.loads(line[len("TFYARN070 ") :])
+        if raw.get("app_id"):
+            self._apps.append(raw["app_id"])
+        if raw.get("note") and raw["note"] not in self.notes:
+            self.notes.append(raw["note"])
+        t0 = raw["t0"]
+        steps = raw.get("steps") or {}
+        out = {
+            "final": raw.get("final"),
+            "error": raw.get("error"),
+            "app_id": raw.get("app_id"),
+            "phases": raw.get("phases", {}),
+            "env_size": raw.get("env_size"),
+            "all_containers_running": since(t0, raw.get("all_containers_running")),
+            "first_step": since(t0, steps.get("first_step")),
+            "finished": since(t0, raw.get("finished")),
+            "chief_steps_per_s": step_rate(steps.get("durations") or []),
+        }
+        if raw.get("watch_error"):
+            out["watch_error"] = raw["watch_error"]
+        return out
 
 
-#: Runs in tf-yarn 0.7.0's venv: the same experiment through its run_on_yarn.
-TFYARN070_DRIVER = """
-import json, sys, time, traceback
-cancer_path, model_dir, max_steps, pex, specs, repo = sys.argv[1:7]
-import skein
-from tf_yarn.tensorflow import Experiment, TaskSpec, run_on_yarn
-
-def experiment_fn():
-    import cancer
-    e = cancer.experiment(model_dir, max_steps=int(max_steps))
-    return Experiment(e.estimator, e.train_spec, e.eval_spec)
-
-client = skein.Client()
-out = {}
-t0 = time.time()
-try:
-    run_on_yarn(
-        experiment_fn,
-        {t: TaskSpec(**s) for t, s in json.loads(specs).items()},
-        pyenv_zip_path=pex,
-        skein_client=client,
-        files={"cancer.py": cancer_path},
-        env={"PYTHONPATH": repo},
-        name="tfyarn-bench-tfyarn070",
-    )
-    out["wall"] = time.time() - t0
-except Exception:
-    tb = traceback.format_exc()
-    out["error"], reading_logs = tb[-1500:], "application_logs" in tb
-# tf-yarn closes its client when it fails; ask YARN through a new one.
-apps = skein.Client().get_applications(
-    states=["FINISHED", "FAILED", "KILLED", "RUNNING", "ACCEPTED"])
-mine = [a for a in apps if a.name == "tfyarn-bench-tfyarn070"]
-if mine:
-    app = max(mine, key=lambda a: a.start_time)
-    out["app_id"] = app.id
-    succeeded = str(app.state) == "FINISHED" and str(app.final_status) == "SUCCEEDED"
-    if "error" in out and succeeded and reading_logs:
-        # The run trained and succeeded; tf-yarn's client then fails reading the logs
-        # (skein 0.8 and Hadoop 3.5's log layout). Time it by YARN's finish time.
-        out["wall"] = app.finish_time.timestamp() - t0
-        out["note"] = "tf-yarn's run SUCCEEDED; its client then failed reading the logs"
-        del out["error"]
-print("TFYARN070 " + json.dumps(out), flush=True)
-"""
+#: Runs in tf-yarn 0.7.0's venv (see its docstring).
+TFYARN070_DRIVER = Path(__file__).with_name("bench_tfyarn070.py")
 
 
 def write_outputs(bench: Bench, started: float) -> tuple[Path, Path]:
