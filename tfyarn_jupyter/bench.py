@@ -159,6 +159,47 @@ def render_markdown(rows: Sequence[Row], header: Sequence[str] = ()) -> str:
     return "\n".join(out) + "\n"
 
 
+def tfyarn070_rows(sec: str, res: Mapping[str, Sequence[dict | None]]) -> list[Row]:
+    """The tf-yarn 0.7.0 comparison's rows: each moment for both tools, warm and cold
+    where measured, their paired ratio (tfyarn / tf-yarn: below 1, tfyarn is faster),
+    and the phases of both packers on a cold launch."""
+    rows: list[Row] = []
+
+    def row(name: str, unit: str, values: Sequence[float | None], note: str = "") -> None:
+        rows.append(Row(sec, name, unit, [float(v) for v in values if v is not None], note))
+
+    def col(variant: str, key: str) -> list[float | None]:
+        return [r.get(key) if r else None for r in res.get(variant, [])]
+
+    moments = [("all_containers_running", "submit -> all containers RUNNING"),
+               ("first_step", "submit -> first training step"),
+               ("finished", "submit -> run finished")]  # fmt: skip
+    for temp in ("warm", "cold"):
+        ours, theirs = f"tfyarn {temp}", f"tf-yarn 0.7.0 {temp}"
+        if ours not in res or theirs not in res:
+            continue
+        for key, label in moments:
+            row(f"{theirs}: {label}", "s", col(theirs, key))
+            row(f"{ours}: {label}", "s", col(ours, key))
+            row(f"{temp}: tfyarn / tf-yarn 0.7.0, {label.split('-> ')[1]}", "x",
+                paired_ratios(col(ours, key), col(theirs, key)),
+                "paired per repetition; below 1: tfyarn is faster")  # fmt: skip
+    if "tfyarn cold" in res and "tf-yarn 0.7.0 cold" in res:
+        for phase in ("pack", "upload"):
+            row(f"tf-yarn 0.7.0 cold phase: {phase}", "s",
+                [(r.get("phases") or {}).get(phase) if r else None
+                 for r in res["tf-yarn 0.7.0 cold"]],
+                "cluster-pack's pex build; WebHDFS upload")  # fmt: skip
+            row(f"tfyarn cold phase: {phase}", "s",
+                [(r.get("launch_phases") or {}).get(f"env_{phase}") if r else None
+                 for r in res["tfyarn cold"]],
+                "tar streamed to WebHDFS: pack until tar ends, upload the rest")  # fmt: skip
+        sizes = [r["env_size"] for r in res["tf-yarn 0.7.0 cold"] if r and r.get("env_size")]
+        if sizes:
+            row("tf-yarn 0.7.0 environment (pex) size", "MiB", [sizes[0] / 2**20])
+    return rows
+
+
 def since(t0: float, t: float | None) -> float | None:
     return None if t is None or not t else t - t0
 
@@ -255,7 +296,7 @@ class Config:
 
 def config(reps: int, smoke: bool, out: Path) -> Config:
     if smoke:
-        return Config(reps, True, out, 100, (2,), 5, 1, 30.0, False, False)
+        return Config(reps, True, out, 100, (2,), 5, 1, 30.0, True, False)
     return Config(reps, False, out, 300, (1, 2, 8, 32, 48), 20, 5, 900.0, True, True)
 
 
@@ -286,6 +327,8 @@ class Bench:
         self.rows: list[Row] = []
         self.details: dict[str, Any] = {}
         self.notes: list[str] = []
+        #: What failed: a --smoke run with any exits non-zero, so CI notices a rotten path.
+        self.failures: list[str] = []
         self._apps: list[str] = []
         self._runs: list[Any] = []
         self._hdfs_leftovers: list[str] = []
@@ -299,6 +342,12 @@ class Bench:
 
     def log(self, msg: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def failed(self, msg: str) -> None:
+        """Record a failed measurement: a note in the output, and a failure for the exit code."""
+        self.log(f"  !! {msg}")
+        self.notes.append(msg)
+        self.failures.append(msg)
 
     def submit_app(self, spec: Any) -> str:
         app_id = self.client.submit(spec)
@@ -574,8 +623,7 @@ class Bench:
                         res = self.measure_tfyarn(topo, cold=variant == "cold")
                     self.log(f"  -> {json.dumps(res, default=str)[:600]}")
                 except Exception as exc:
-                    self.log(f"  !! {variant} failed: {type(exc).__name__}: {exc}")
-                    self.notes.append(f"{topo_name} {variant} rep {rep + 1} failed: {exc}")
+                    self.failed(f"{topo_name} {variant} rep {rep + 1} failed: {exc}")
                     res = None
                 results[variant].append(res)
             self.details.setdefault("launches", {})[topo_name] = results
@@ -654,15 +702,25 @@ class Bench:
     def packing(self) -> None:
         from . import packing
 
-        prefix = packing.venv_prefix()
-        if self.cfg.smoke:  # the code path on a tiny venv; the real one takes minutes
+        if self.cfg.smoke:  # the code path on a tiny venv; the real ones take minutes
             prefix = self.tmp / "tiny-venv"
             subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)],
                            check=True, capture_output=True)  # fmt: skip
+            self._packing(prefix, "a tiny venv (--smoke)")
+            return
+        self._packing(packing.venv_prefix(), "this venv")
+        # venv-pack refuses a venv with an editable install, as this one is; tf-yarn's
+        # venv (TensorFlow, no editable install) gives its defaults a venv they accept.
+        self._tfyarn070_env()
+        self._packing(TFYARN070_VENV, "tf-yarn 0.7.0's venv")
+
+    def _packing(self, prefix: Path, what: str) -> None:
+        from . import packing
+
         size = sum(
             f.stat().st_size for f in prefix.rglob("*") if f.is_file() and not f.is_symlink()
         )
-        self.details["venv_bytes"] = size
+        self.details.setdefault("venv_bytes", {})[what] = size
         vp_path, vp_note = self._venv_pack_path()
         variants = ["tfyarn pack (tar, its excludes)", "tar -cf (I/O floor)", "venv-pack defaults"]
         res: dict[str, list[float | None]] = {v: [] for v in variants}
@@ -705,7 +763,6 @@ class Bench:
                     f.unlink(missing_ok=True)
             self.log(f"pack rep {rep + 1} {variant}: {value}")
             res[variant].append(value)
-        what = "a tiny venv (--smoke)" if self.cfg.smoke else "this venv"
         sec = f"pack: {what} ({size / 2**20:.0f} MiB)"
         self.row(sec, variants[0], "s", res[variants[0]], "packing.pack")
         self.row(sec, variants[1], "s", res[variants[1]], "page cache warm")
@@ -856,8 +913,9 @@ class Bench:
         try:
             self._tfyarn070(sec, topologies(False)["chief+evaluator"])
         except Exception as exc:
-            self.row(sec, "chief+evaluator: submit -> run finished", "s", [],
-                     f"could not run: {type(exc).__name__}: {str(exc)[-400:]}")  # fmt: skip
+            why = f"could not run: {type(exc).__name__}: {str(exc)[-400:]}"
+            self.row(sec, "chief+evaluator: submit -> run finished", "s", [], why)
+            self.failed(f"tf-yarn 0.7.0 {why}")
 
     def _tfyarn070_env(self) -> dict[str, str]:
         """tf-yarn 0.7.0 in a venv of its own, with this venv's TensorFlow and scikit-learn.
@@ -906,7 +964,9 @@ class Bench:
         warmup = self._tfyarn070_run(env, topology, warm_path, cold=False)
         self.details["tfyarn070_warmup"] = warmup
         self._hdfs_leftovers += [warm_path, warm_path.replace(".pex", ".json")]
-        variants = ["tf-yarn 0.7.0 warm", "tfyarn warm", "tf-yarn 0.7.0 cold", "tfyarn cold"]
+        variants = ["tf-yarn 0.7.0 warm", "tfyarn warm"]
+        if not self.cfg.smoke:  # --smoke: the warm-up above already packed tf-yarn's env
+            variants += ["tf-yarn 0.7.0 cold", "tfyarn cold"]
         res: dict[str, list[dict | None]] = {v: [] for v in variants}
         for rep, variant in interleave(variants, self.cfg.reps):
             self.log(f"tf-yarn comparison rep {rep + 1} {variant}")
@@ -923,38 +983,12 @@ class Bench:
                 if out and not str(out.get("final", "")).endswith("SUCCEEDED"):
                     raise RuntimeError(f"ended {out.get('final')}: {out.get('error', '')}")
             except Exception as exc:
-                self.notes.append(f"{variant} rep {rep + 1} failed: {str(exc)[-400:]}")
+                self.failed(f"{variant} rep {rep + 1} failed: {str(exc)[-400:]}")
                 out = None
             self.log(f"  -> {json.dumps(out, default=str)[:400]}")
             res[variant].append(out)
         self.details["tfyarn070"] = res
-        self._tfyarn070_rows(sec, res)
-
-    def _tfyarn070_rows(self, sec: str, res: Mapping[str, Sequence[dict | None]]) -> None:
-        def col(variant: str, key: str) -> list[float | None]:
-            return [r.get(key) if r else None for r in res[variant]]
-
-        moments = [("all_containers_running", "submit -> all containers RUNNING"),
-                   ("first_step", "submit -> first training step"),
-                   ("finished", "submit -> run finished")]  # fmt: skip
-        for temp in ("warm", "cold"):
-            ours, theirs = f"tfyarn {temp}", f"tf-yarn 0.7.0 {temp}"
-            for key, label in moments:
-                for v in (theirs, ours):
-                    self.row(sec, f"{v}: {label}", "s", col(v, key))
-                self.row(sec, f"{temp}: tfyarn / tf-yarn 0.7.0, {label.split('-> ')[1]}", "x",
-                         paired_ratios(col(ours, key), col(theirs, key)),
-                         "paired per repetition; below 1 is faster")  # fmt: skip
-        for phase in ("pack", "upload"):
-            self.row(sec, f"tf-yarn 0.7.0 cold phase: {phase}", "s",
-                     [r["phases"].get(phase) if r else None for r in res["tf-yarn 0.7.0 cold"]],
-                     "cluster-pack's pex build; WebHDFS upload")  # fmt: skip
-            self.row(sec, f"tfyarn cold phase: {phase}", "s",
-                     [r["launch_phases"].get(f"env_{phase}") if r else None
-                      for r in res["tfyarn cold"]], "tar; WebHDFS upload")  # fmt: skip
-        sizes = [r.get("env_size") for r in res["tf-yarn 0.7.0 cold"] if r]
-        if sizes and sizes[0]:
-            self.row(sec, "tf-yarn 0.7.0 environment (pex) size", "MiB", [sizes[0] / 2**20])
+        self.rows += tfyarn070_rows(sec, res)
 
     def _tfyarn070_run(
         self, env: Mapping[str, str], topology: Mapping[str, Any], env_path: str, *, cold: bool
@@ -1082,14 +1116,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 fn()
             except Exception as exc:
-                bench.log(f"!! {name} failed: {type(exc).__name__}: {exc}")
-                bench.notes.append(f"{name} failed: {type(exc).__name__}: {exc}")
+                bench.failed(f"{name} failed: {type(exc).__name__}: {exc}")
             write_outputs(bench, started)  # partial results survive an interruption
     finally:
         bench.close()
     md, js = write_outputs(bench, started)
     print(md.read_text())
     bench.log(f"wrote {md} and {js} in {time.time() - started:.0f} s")
+    if cfg.smoke and bench.failures:
+        bench.log(f"--smoke: {len(bench.failures)} measurement(s) failed, see the notes")
+        return 1
     return 0
 
 

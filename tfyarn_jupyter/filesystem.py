@@ -7,10 +7,12 @@ launch's "is the environment already there?" costs milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import posixpath
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -85,17 +87,37 @@ def exists(path: str) -> bool:
     return client().status(strip_scheme(path), strict=False) is not None
 
 
-def upload(local: str | os.PathLike, path: str, permission: str = "600") -> str:
-    """Upload a file atomically (write a temporary name, then rename)."""
+#: Bytes per read of an upload's source: large enough that a GiB is few requests' worth
+#: of Python work, small enough to keep memory flat.
+CHUNK = 4 * 2**20
+
+
+def upload_stream(chunks: Iterable[bytes], path: str, permission: str = "600") -> str:
+    """Write a stream of chunks to ``path`` atomically: a temporary name, then a rename.
+
+    The chunks go out as one chunked WebHDFS request while they are produced, so
+    a producer (``tar`` writing the environment) and the upload overlap. If the
+    producer raises, the partial file is deleted and the error propagates.
+    """
     c = client()
     path = strip_scheme(path)
     c.makedirs(posixpath.dirname(path), permission="700")
     tmp = f"{path}.part-{os.getpid()}"
-    c.upload(tmp, str(local), overwrite=True, chunk_size=2**22)
-    c.set_permission(tmp, permission)
+    try:
+        c.write(tmp, data=iter(chunks), overwrite=True, permission=permission)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            c.delete(tmp)
+        raise
     c.delete(path)
     c.rename(tmp, path)
     return qualify(path)
+
+
+def upload(local: str | os.PathLike, path: str, permission: str = "600") -> str:
+    """Upload a local file atomically (see :func:`upload_stream`)."""
+    with open(local, "rb") as f:
+        return upload_stream(iter(lambda: f.read(CHUNK), b""), path, permission)
 
 
 def write_bytes(path: str, data: bytes, permission: str = "600") -> str:
@@ -127,5 +149,6 @@ __all__ = [
     "qualify",
     "read_bytes",
     "upload",
+    "upload_stream",
     "write_bytes",
 ]

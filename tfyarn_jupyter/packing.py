@@ -29,7 +29,7 @@ import sysconfig
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from . import filesystem
@@ -145,19 +145,20 @@ def env_key(prefix: Path | None = None) -> str:
     return h.hexdigest()[:24]
 
 
+def _tar_argv(prefix: Path, dest: str) -> list[str]:
+    """``tar -c`` of ``prefix`` into ``dest`` (``-`` for stdout), without pyc temp files."""
+    tar = shutil.which("tar")
+    if not tar:
+        raise PackingError("the 'tar' command is needed to pack the environment")
+    return [tar, "-cf", dest, "--exclude=__pycache__/*.pyc.*", "-C", str(prefix), "."]
+
+
 def pack(prefix: Path, dest: Path, packer: str = "tar") -> None:
     """Archive the venv at ``prefix`` into ``dest`` (an uncompressed ``.tar``)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + f".part-{os.getpid()}")
     if packer == "tar":
-        tar = shutil.which("tar")
-        if not tar:
-            raise PackingError("the 'tar' command is needed to pack the environment")
-        proc = subprocess.run(
-            [tar, "-cf", str(tmp), "--exclude=__pycache__/*.pyc.*", "-C", str(prefix), "."],
-            capture_output=True,
-            text=True,
-        )
+        proc = subprocess.run(_tar_argv(prefix, str(tmp)), capture_output=True, text=True)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
             raise PackingError(f"packing {prefix} with tar failed: {proc.stderr[-2000:]}")
@@ -184,6 +185,9 @@ def ensure_env(packer: str = "tar") -> EnvReport:
     if present:
         return report
     local = cache_dir() / "envs" / f"{key}.tar"
+    if packer == "tar" and not local.exists():
+        _stream_to_hdfs(prefix, remote, report)
+        return report
     t2 = time.perf_counter()
     if not local.exists():
         pack(prefix, local, packer)
@@ -196,6 +200,49 @@ def ensure_env(packer: str = "tar") -> EnvReport:
     report.times["upload"] = time.perf_counter() - t3
     local.unlink(missing_ok=True)
     return report
+
+
+def tar_chunks(prefix: Path, on_end: Callable[[int], None] = lambda size: None) -> Iterator[bytes]:
+    """An uncompressed tar of ``prefix``, chunk by chunk, as ``tar`` writes it.
+
+    ``on_end(size)`` is called when tar has written its last byte and exited
+    cleanly; a failing tar raises :class:`PackingError` with its message. Closing
+    the generator early closes tar's pipe, which ends tar.
+    """
+    size = 0
+    with (
+        tempfile.TemporaryFile() as err,
+        subprocess.Popen(_tar_argv(prefix, "-"), stdout=subprocess.PIPE, stderr=err) as proc,
+    ):
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read(filesystem.CHUNK):
+            size += len(chunk)
+            yield chunk
+        if proc.wait() != 0:
+            err.seek(0)
+            message = err.read().decode(errors="replace")[-2000:]
+            raise PackingError(f"packing {prefix} with tar failed: {message}")
+    on_end(size)
+
+
+def _stream_to_hdfs(prefix: Path, remote: str, report: EnvReport) -> None:
+    """Pack and upload at once: tar's output goes to HDFS as it is written.
+
+    The two overlap, so ``times["pack"]`` is until tar's end (its output already
+    uploaded up to there) and ``times["upload"]`` the rest of the transfer.
+    """
+    t0 = time.perf_counter()
+    ended: dict[str, float] = {}
+
+    def on_end(size: int) -> None:
+        ended["t"] = time.perf_counter()
+        report.size = size
+
+    filesystem.upload_stream(tar_chunks(prefix, on_end), remote)
+    done = time.perf_counter()
+    report.packed = report.uploaded = True
+    report.times["pack"] = ended.get("t", done) - t0
+    report.times["upload"] = done - ended.get("t", done)
 
 
 def _pip_key(env: str, packages: Sequence[str]) -> str:

@@ -21,6 +21,7 @@ from tfyarn_jupyter.bench import (
     since,
     step_rate,
     summarize,
+    tfyarn070_rows,
 )
 
 
@@ -145,3 +146,35 @@ def test_bench_refuses_without_hadoop_conf_dir():
     )  # fmt: skip
     assert proc.returncode != 0
     assert "HADOOP_CONF_DIR is not set" in proc.stderr
+
+
+def _run(running: float, first: float, finished: float, **extra) -> dict:
+    return {"all_containers_running": running, "first_step": first, "finished": finished, **extra}
+
+
+def test_tfyarn070_rows_pair_each_moment_and_divide_ours_by_theirs():
+    res = {
+        "tf-yarn 0.7.0 warm": [_run(10, 20, 40), _run(12, 24, 48)],
+        "tfyarn warm": [_run(5, 10, 20), None],  # the second repetition failed
+    }
+    rows = {r.name: r for r in tfyarn070_rows("sec", res)}
+    assert rows["tf-yarn 0.7.0 warm: submit -> first training step"].values == [20.0, 24.0]
+    assert rows["tfyarn warm: submit -> first training step"].values == [10.0]
+    # Only the complete pair counts, and the ratio is tfyarn / tf-yarn.
+    assert rows["warm: tfyarn / tf-yarn 0.7.0, first training step"].values == [0.5]
+    assert rows["warm: tfyarn / tf-yarn 0.7.0, all containers RUNNING"].values == [0.5]
+    assert not any(name.startswith("cold") for name in rows)  # not measured: no rows
+
+
+def test_tfyarn070_rows_show_both_packers_phases_and_the_pex_size_on_cold_runs():
+    res = {
+        "tf-yarn 0.7.0 cold": [_run(100, 120, 130, phases={"pack": 80, "upload": 25},
+                                    env_size=3 * 2**29)],
+        "tfyarn cold": [_run(20, 30, 40, launch_phases={"env_pack": 5, "env_upload": 1})],
+    }  # fmt: skip
+    rows = {r.name: r for r in tfyarn070_rows("sec", res)}
+    assert rows["tf-yarn 0.7.0 cold phase: pack"].values == [80.0]
+    assert rows["tfyarn cold phase: pack"].values == [5.0]
+    assert rows["tfyarn cold phase: upload"].values == [1.0]
+    assert rows["cold: tfyarn / tf-yarn 0.7.0, run finished"].values == [40 / 130]
+    assert rows["tf-yarn 0.7.0 environment (pex) size"].values == [1536.0]

@@ -233,6 +233,25 @@ def test_pack_writes_a_tar_of_the_prefix(fake_venv, tmp_path):
     assert link.issym()  # the interpreter link is kept, not copied
 
 
+def test_tar_chunks_stream_the_same_archive_that_pack_writes(fake_venv, tmp_path):
+    sizes: list[int] = []
+    streamed = b"".join(packing.tar_chunks(fake_venv, sizes.append))
+    assert sizes == [len(streamed)]  # on_end is told the size, once, after the last chunk
+    out = tmp_path / "streamed.tar"
+    out.write_bytes(streamed)
+    packing.pack(fake_venv, tmp_path / "packed.tar")
+    with tarfile.open(out) as a, tarfile.open(tmp_path / "packed.tar") as b:
+        assert sorted(a.getnames()) == sorted(b.getnames())
+        assert a.getmember("./bin/python").issym()
+
+
+def test_tar_chunks_raise_with_tars_message_when_tar_fails(tmp_path):
+    ends: list[int] = []
+    with pytest.raises(PackingError, match=r"with tar failed(.|\n)*missing"):
+        b"".join(packing.tar_chunks(tmp_path / "missing", ends.append))
+    assert ends == []
+
+
 def test_pack_with_an_unknown_packer(fake_venv, tmp_path):
     with pytest.raises(PackingError, match="unknown packer"):
         packing.pack(fake_venv, tmp_path / "e.tar", packer="zip")
@@ -247,7 +266,10 @@ class FakeHdfs:
         return path in self.files
 
     def upload(self, local, path, permission="600"):
-        self.files[path] = Path(local).stat().st_size
+        return self.upload_stream([Path(local).read_bytes()], path, permission)
+
+    def upload_stream(self, chunks, path, permission="600"):
+        self.files[path] = sum(len(c) for c in chunks)
         self.uploads.append(path)
         return "hdfs://nn" + path
 
@@ -257,6 +279,7 @@ def fake_hdfs(monkeypatch, fake_venv, tmp_path):
     fs = FakeHdfs()
     monkeypatch.setattr(packing.filesystem, "exists", fs.exists)
     monkeypatch.setattr(packing.filesystem, "upload", fs.upload)
+    monkeypatch.setattr(packing.filesystem, "upload_stream", fs.upload_stream)
     monkeypatch.setattr(packing.filesystem, "qualify", lambda p: "hdfs://nn" + p)
     monkeypatch.setattr(packing.filesystem, "home", lambda: "/user/tester")
     monkeypatch.setattr(packing, "venv_prefix", lambda: fake_venv)
@@ -271,6 +294,8 @@ def test_ensure_env_packs_and_uploads_once(fake_hdfs, fake_venv, tmp_path):
     assert first.archive == f"hdfs://nn/user/tester/.tfyarn/envs/{key}.tar"
     assert (first.packed, first.uploaded) == (True, True)
     assert first.size > 0
+    assert first.size == fake_hdfs.files[f"/user/tester/.tfyarn/envs/{key}.tar"]
+    assert set(first.times) >= {"key", "check", "pack", "upload"}
     assert fake_hdfs.uploads == [f"/user/tester/.tfyarn/envs/{key}.tar"]
     assert not (tmp_path / "cache" / "envs" / f"{key}.tar").exists()  # local copy removed
 
