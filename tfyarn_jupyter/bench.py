@@ -951,9 +951,10 @@ class Bench:
         return env
 
     def _tfyarn070(self, sec: str, topology: Mapping[str, Any]) -> None:
-        from . import filesystem
+        from . import filesystem, packing
 
-        self.log("tf-yarn 0.7.0: its venv, then its environment on HDFS (warm-up)")
+        self.log("tf-yarn 0.7.0: its venv, then both environments on HDFS (warm-up)")
+        packing.ensure_env()  # "tfyarn warm" means this venv's archive is on HDFS
         env = self._tfyarn070_env()
         warm_path = f"{filesystem.home()}/.tfyarn/bench/tfyarn070-warm.pex"
         self.notes.append(
