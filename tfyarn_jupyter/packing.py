@@ -12,7 +12,9 @@ a plain ``tar`` of the venv takes about 1 s, venv-pack's uncompressed tar 5 s,
 its default ``.tar.gz`` 24 s. Since the interpreter must sit at the same path
 on every node anyway (a venv does not carry it), nothing needs rewriting, and
 the default packer is ``tar``; ``packer="venv-pack"`` gives venv-pack's
-relocatable archive instead.
+relocatable archive instead. tar's output goes to HDFS as it is written (one
+chunked WebHDFS request), so packing and uploading overlap and no local copy of
+the archive is written.
 """
 
 from __future__ import annotations
