@@ -996,6 +996,7 @@ class Bench:
     ) -> dict:
         """One tf-yarn run through its driver; moments relative to the driver's start."""
         tag = uuid.uuid4().hex[:8]
+        pex_root = self.tmp / f"pex-root-070-{tag}"
         cfg = {
             "env_path": env_path,
             "cold": cold,
@@ -1008,6 +1009,7 @@ class Bench:
             "model_dir": str(self.tmp / f"model-070-{tag}"),
             "max_steps": self.cfg.max_steps,
             "stats": str(self.tmp / f"steps-070-{tag}"),
+            "pex_root": str(pex_root),
         }
         try:
             proc = subprocess.run(
@@ -1015,6 +1017,7 @@ class Bench:
                 capture_output=True, text=True, timeout=1800, cwd=self.tmp, env=dict(env),
             )  # fmt: skip
         finally:
+            shutil.rmtree(pex_root, ignore_errors=True)  # the containers' unzipped pex
             if cold:
                 for p in (env_path, env_path.replace(".pex", ".json")):
                     self._hdfs_delete(p)

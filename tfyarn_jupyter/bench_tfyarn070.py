@@ -118,6 +118,10 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
     # and skein 0.8 cannot read Hadoop 3.5's layout; that is after YARN's finish time,
     # which is what is timed, so one try is enough and saves the bench a minute a run.
     tf_yarn.client.YARN_LOG_TRIES = 1
+    # tf-yarn gives each run a fresh PEX_ROOT, /tmp/<uuid>, where every container
+    # unzips the pex (~2 GiB) and which nothing deletes; the same, at a path the
+    # bench knows, so that it can delete it after the run.
+    tf_yarn.client._get_pex_root = lambda: cfg["pex_root"]
 
     out: dict[str, Any] = {}
     http = _conf("hdfs-site.xml")["dfs.namenode.http-address"]

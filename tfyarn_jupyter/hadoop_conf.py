@@ -143,8 +143,11 @@ def yarn_site(layout: Layout) -> dict[str, str]:
         # The sandbox has no Hadoop distribution: applications (skein's
         # application master) get the configuration and the cached jars.
         "yarn.application.classpath": f"$HADOOP_CONF_DIR,{layout.lib}/*",
-        "yarn.nodemanager.localizer.cache.target-size-mb": "20480",
-        "yarn.nodemanager.localizer.cache.cleanup.interval-ms": "3600000",
+        # Both NodeManagers share this host's disk, and a TensorFlow venv is ~2 GiB:
+        # each keeps about three environment archives (unused ones beyond that go
+        # at the next cleanup), not YARN's default 10 GiB, so benches fit the disk.
+        "yarn.nodemanager.localizer.cache.target-size-mb": "6144",
+        "yarn.nodemanager.localizer.cache.cleanup.interval-ms": "600000",
         "yarn.timeline-service.enabled": "false",
     }
 
