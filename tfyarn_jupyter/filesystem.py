@@ -12,7 +12,7 @@ import getpass
 import os
 import posixpath
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -97,18 +97,31 @@ def upload_stream(chunks: Iterable[bytes], path: str, permission: str = "600") -
 
     The chunks go out as one chunked WebHDFS request while they are produced, so
     a producer (``tar`` writing the environment) and the upload overlap. If the
-    producer raises, the partial file is deleted and the error propagates.
+    producer raises, the request is still ended cleanly, so that the DataNode has
+    closed the partial file before it is deleted (an aborted request leaves the
+    DataNode creating it after the delete), and then the error propagates.
     """
     c = client()
     path = strip_scheme(path)
     c.makedirs(posixpath.dirname(path), permission="700")
     tmp = f"{path}.part-{os.getpid()}"
+    failed: list[Exception] = []
+
+    def until_failure() -> Iterator[bytes]:
+        try:
+            yield from chunks
+        except Exception as exc:
+            failed.append(exc)
+
     try:
-        c.write(tmp, data=iter(chunks), overwrite=True, permission=permission)
+        c.write(tmp, data=until_failure(), overwrite=True, permission=permission)
     except BaseException:
         with contextlib.suppress(Exception):
             c.delete(tmp)
         raise
+    if failed:
+        c.delete(tmp)
+        raise failed[0]
     c.delete(path)
     c.rename(tmp, path)
     return qualify(path)
