@@ -596,7 +596,9 @@ class Run:
         def beat() -> None:
             while True:
                 run = ref()
-                if run is None or run._poller.ended:
+                # The whole run, not the current attempt: a failed attempt that will be
+                # retried has ended too, and its successor needs the heartbeat.
+                if run is None or run.ended:
                     return
                 run._poller.heartbeat()
                 del run

@@ -182,6 +182,9 @@ def test_worker_killed_by_sigkill_fails_its_attempt_with_exit_137_is_resubmitted
 
     # Attempt 1: the same fault, no retry left: the run fails naming the task.
     task_event(run, "worker:0", "train_start")
+    # The client heartbeats into the retried attempt too: its tasks wait for it to read
+    # a killed task's exit status.
+    wait_for("a heartbeat in attempt 1", lambda: events_snapshot(run).heartbeat, 30)
     worker, ps = task_process(run, "worker:0"), task_process(run, "ps:0")
     t1 = time.monotonic()
     worker.send_signal(signal.SIGKILL)
