@@ -659,6 +659,8 @@ class Bench:
         cold = [r for r in results.get("cold", []) if r]
         phase_names = ["env_key", "env_check", "env_pack", "env_upload", "validate", "client",
                        "queue_check", "load_check_wait", "submit", "total"]  # fmt: skip
+        if self.cfg.smoke:  # its cold variant stops after the upload: no later phases
+            phase_names = [p for p in phase_names if any(p in r["launch_phases"] for r in cold)]
         for p in phase_names:
             self.row(sec, f"tfyarn cold phase: {p}", "s",
                      [r["launch_phases"].get(p) for r in cold], "Run.phases")  # fmt: skip
