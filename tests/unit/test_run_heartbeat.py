@@ -67,10 +67,11 @@ def test_heartbeat_stops_when_the_last_attempt_ended(fast_heartbeat):
     run = make_run(nb_retries=0)
     ended = Source(ended=True)
     run._poller = ended  # type: ignore[assignment]
-    thread_count = threading.active_count()
+    before = set(threading.enumerate())
     run._start_heartbeat()
-    deadline = time.monotonic() + 5
-    while threading.active_count() > thread_count:
-        assert time.monotonic() < deadline, "the heartbeat thread outlived the run"
-        time.sleep(0.01)
+    started = [t for t in threading.enumerate() if t not in before]
+    assert all(t.name == "tfyarn-heartbeat" for t in started), started
+    for t in started:
+        t.join(5)
+        assert not t.is_alive(), "the heartbeat thread outlived the run"
     assert ended.beats == 0
