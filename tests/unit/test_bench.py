@@ -19,6 +19,7 @@ from tfyarn_jupyter.bench import (
     paired_ratios,
     render_markdown,
     since,
+    skein_kv_race,
     step_rate,
     summarize,
     tfyarn070_rows,
@@ -178,3 +179,19 @@ def test_tfyarn070_rows_show_both_packers_phases_and_the_pex_size_on_cold_runs()
     assert rows["tfyarn cold phase: upload"].values == [1.0]
     assert rows["cold: tfyarn / tf-yarn 0.7.0, run finished"].values == [40 / 130]
     assert rows["tf-yarn 0.7.0 environment (pex) size"].values == [1536.0]
+
+
+#: The end of a tf-yarn 0.7.0 driver's error when skein's master failed a put (CI, 2026-12-03).
+KV_RACE = """  File "/tmp/venv/lib/python3.11/site-packages/skein/kv.py", line 597, in _apply_op
+    resp = self._client._call(op._rpc, req, timeout=timeout)
+  File "/tmp/venv/lib/python3.11/site-packages/skein/core.py", line 290, in _call
+    raise self._server_error(exc.details())
+skein.exceptions.ApplicationError
+"""
+
+
+def test_skein_kv_race_is_told_apart_from_other_tf_yarn_failures():
+    assert skein_kv_race(KV_RACE)
+    assert not skein_kv_race("")
+    assert not skein_kv_race("skein.exceptions.ApplicationError: no such service")
+    assert not skein_kv_race('File ".../skein/kv.py", line 1\nTimeoutError')
