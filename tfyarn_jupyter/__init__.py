@@ -5,14 +5,21 @@ The library (``run_on_yarn``, ``submit``, ``Experiment``, ``TaskSpec``,
 live panel. TensorFlow itself is only imported inside the containers.
 """
 
-from .launch import Run, RunFailed, RunResult, attach, run_on_yarn, submit
+from importlib.metadata import PackageNotFoundError, version
+
+from .options import LaunchOptions
 from .packing import PackingError
+from .run import Run, RunFailed, RunResult, attach, run_on_yarn, submit
 from .spec import Experiment, NodeLabel, SpecError, TaskSpec
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("tfyarn_jupyter")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Experiment",
+    "LaunchOptions",
     "NodeLabel",
     "PackingError",
     "Run",

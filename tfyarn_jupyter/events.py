@@ -1,8 +1,8 @@
 """The events protocol: what tasks write to skein's key-value store, and how it reads back.
 
-This module is the only code the container side (:mod:`tfyarn_jupyter.tasks`)
-shares with the client. Each event is one key; its value is a small JSON
-object with the time it happened. Keys:
+With :mod:`tfyarn_jupyter.contract`, this is the only code the container side
+(:mod:`tfyarn_jupyter.tasks`) shares with the client. Each event is one key; its
+value is a small JSON object with the time it happened. Keys:
 
 ``task/<type:index>/<kind>``
     ``container`` (the process started; host, attempt), ``init`` (the
@@ -45,7 +45,6 @@ TASK_KINDS = (
 )
 HEARTBEAT = "client/heartbeat"
 DETACHED = "client/detached"
-STOP_REQUEST = "client/stop"
 
 
 def ack_key(task: str) -> str:
@@ -106,10 +105,6 @@ class Events:
 
     def traceback(self, name: str) -> str:
         return str(self.task(name).get("stop", {}).get("traceback") or "")
-
-    @property
-    def last_metrics(self) -> dict[str, Any]:
-        return self.metrics[-1] if self.metrics else {}
 
     def unacked_stops(self) -> list[str]:
         """Tasks whose end the client has not acknowledged yet."""

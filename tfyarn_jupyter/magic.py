@@ -24,6 +24,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import HTML, display
 
+from .options import LaunchOptions
 from .spec import TASK_TYPES, NodeLabel, SpecError, TaskSpec, validate_task_specs
 
 DEFAULT_CHIEF = "1G/1"
@@ -31,20 +32,12 @@ DEFAULT_CHIEF = "1G/1"
 
 @dataclasses.dataclass
 class LaunchArgs:
-    """A ``%%tfyarn`` line, checked: everything :func:`~.launch.submit` needs but the function."""
+    """A ``%%tfyarn`` line, checked: the topology, the launch options, and the magic's own."""
 
     task_specs: dict[str, TaskSpec]
-    queue: str = "default"
-    name: str = "tfyarn"
-    pip_packages: list[str] = dataclasses.field(default_factory=list)
-    files: dict[str, str] = dataclasses.field(default_factory=dict)
-    env: dict[str, str] = dataclasses.field(default_factory=dict)
-    file_systems: list[str] = dataclasses.field(default_factory=list)
-    nb_retries: int = 0
+    options: LaunchOptions
     fn: str = "experiment_fn"
-    archive: str | None = None
     wait: bool = False
-    detach: bool = False
     var: str | None = None
 
 
@@ -153,8 +146,33 @@ def parse_launch(line: str) -> LaunchArgs:
         nb_retries = -1
     if nb_retries < 0:
         raise UsageError(f"%%tfyarn --retries {args.retries!r}: expected a whole number >= 0")
-    files: dict[str, str] = {}
-    for item in args.file:
+    if args.var is not None and not args.var.isidentifier():
+        raise UsageError(f"%%tfyarn --var {args.var!r}: not a Python name")
+    if not args.fn.isidentifier():
+        raise UsageError(f"%%tfyarn --fn {args.fn!r}: not a Python name")
+    if args.wait and args.detach:
+        raise UsageError("%%tfyarn: --wait and --detach exclude each other")
+    try:
+        options = LaunchOptions(
+            files=_parse_files(args.file),
+            env=_parse_env(args.env),
+            queue=args.queue,
+            name=args.name,
+            pip_packages=list(args.pip),
+            file_systems=list(args.file_system),
+            nb_retries=nb_retries,
+            pyenv_archive=args.archive,
+            detach=args.detach,
+        )
+    except SpecError as exc:
+        raise UsageError(f"%%tfyarn: {exc}") from None
+    return LaunchArgs(task_specs=specs, options=options, fn=args.fn, wait=args.wait,
+                      var=args.var)  # fmt: skip
+
+
+def _parse_files(items: list[str]) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    for item in items:
         path, _, target = item.partition(":")
         target = target or Path(path).name
         try:
@@ -163,32 +181,16 @@ def parse_launch(line: str) -> LaunchArgs:
             exists = False
         if not exists:
             raise UsageError(f"%%tfyarn --file {item!r}: {path} does not exist")
-        files[target] = path
-    env = dict(_parse_pairs(args.env, "=", "--env", "K=V"))
+        files[target] = Path(path)
+    return files
+
+
+def _parse_env(items: list[str]) -> dict[str, str]:
+    env = dict(_parse_pairs(items, "=", "--env", "K=V"))
     for key in env:
         if not key.isidentifier():
             raise UsageError(f"%%tfyarn --env {key!r}: not a variable name")
-    if args.var is not None and not args.var.isidentifier():
-        raise UsageError(f"%%tfyarn --var {args.var!r}: not a Python name")
-    if not args.fn.isidentifier():
-        raise UsageError(f"%%tfyarn --fn {args.fn!r}: not a Python name")
-    if args.wait and args.detach:
-        raise UsageError("%%tfyarn: --wait and --detach exclude each other")
-    return LaunchArgs(
-        task_specs=specs,
-        queue=args.queue,
-        name=args.name,
-        pip_packages=list(args.pip),
-        files=files,
-        env=env,
-        file_systems=list(args.file_system),
-        nb_retries=nb_retries,
-        fn=args.fn,
-        archive=args.archive,
-        wait=args.wait,
-        detach=args.detach,
-        var=args.var,
-    )
+    return env
 
 
 @_args_decorators
@@ -259,24 +261,12 @@ class TfyarnMagics(Magics):
         return self._launch(args, fn)
 
     def _launch(self, args: LaunchArgs, fn: Any) -> Any:
-        from . import launch
+        from . import run as runs
 
         roots = local_module_roots(Path(os.getcwd()))
+        options = dataclasses.replace(args.options, source_roots=roots)
         try:
-            run = launch.submit(
-                fn,
-                args.task_specs,
-                files=args.files,
-                env=args.env,
-                queue=args.queue,
-                pip_packages=args.pip_packages or None,
-                file_systems=args.file_systems or None,
-                name=args.name,
-                nb_retries=args.nb_retries,
-                pyenv_archive=args.archive,
-                detach=args.detach,
-                source_roots=roots,
-            )
+            run = runs.submit(fn, args.task_specs, options=options)
         except SpecError as exc:
             raise UsageError(f"%%tfyarn: {exc}") from None
         self.runs.append(run)
@@ -290,7 +280,7 @@ class TfyarnMagics(Magics):
             except KeyboardInterrupt:
                 run.cancel()
                 print(f"cancelled {run.app_id}")
-            except launch.RunFailed as exc:
+            except runs.RunFailed as exc:
                 print(str(exc), file=sys.stderr)
             if panel is not None:
                 panel.update(run.status())
@@ -326,7 +316,8 @@ class TfyarnMagics(Magics):
     @line_magic("tfyarn")  # type: ignore[arg-type]
     def tfyarn_line(self, line: str) -> Any:
         """``%tfyarn list | attach APP_ID | cancel APP_ID | logs APP_ID [TASK]``."""
-        from . import launch
+        from . import cluster
+        from . import run as runs
 
         words = shlex.split(line)
         if not words or words[0] in ("-h", "--help", "help"):
@@ -342,7 +333,7 @@ class TfyarnMagics(Magics):
         if cmd in need_id and not rest[0].startswith("application_"):
             raise UsageError(f"%tfyarn {cmd} {rest[0]!r}: not an application id "
                              "(application_<cluster>_<n>)")  # fmt: skip
-        client = launch.get_client()
+        client = cluster.get_client()
         if cmd == "list":
             return self._list(client)
         app_id = rest[0]
@@ -350,22 +341,24 @@ class TfyarnMagics(Magics):
             client.kill_application(app_id)
             print(f"killed {app_id}")
             return None
-        run = launch.attach(app_id)
+        run = runs.attach(app_id)
         if cmd == "attach":
             self.runs.append(run)
             self._show(run)
             return None
         task = rest[1] if len(rest) > 1 else "chief:0"
         logs = run.logs(task)
-        print(f"== {app_id} {task} ({logs['source']}) stdout ==\n{logs['stdout']}")
-        print(f"== {app_id} {task} stderr ==\n{logs['stderr']}")
+        print(f"== {app_id} {task} ({logs.source}) stdout ==\n{logs.stdout}")
+        print(f"== {app_id} {task} stderr ==\n{logs.stderr}")
         return None
 
     def _list(self, client: Any) -> HTML:
-        from .filesystem import hadoop_user
-        from .poller import app_info
+        from skein.model import ApplicationState
 
-        states = ["SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED"]
+        from .filesystem import hadoop_user
+        from .status import app_info
+
+        states = [s for s in ApplicationState if s not in ("NEW", "NEW_SAVING")]
         reports = [r for r in client.get_applications(states=states) if r.user == hadoop_user()]
         rows = []
         for r in sorted(reports, key=lambda r: r.id):

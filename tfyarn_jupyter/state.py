@@ -12,13 +12,17 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from skein.model import ApplicationState as AppState
+from skein.model import ContainerState, FinalStatus
+
 from .events import Events
 from .spec import TASK_TYPES, NodeLabel, TaskSpec, task_names
 
-#: Task states, in the order a task goes through them.
-TASK_STATES = ("requested", "allocated", "running", "succeeded", "failed", "killed")
-ENDED_TASK = {"succeeded", "failed", "killed"}
-ENDED_APP = {"FINISHED", "FAILED", "KILLED"}
+#: YARN's application states in which nothing runs any more (skein's enums equal their names).
+ENDED_APP = frozenset({AppState.FINISHED, AppState.FAILED, AppState.KILLED})
+#: Before the application master runs: nothing of the run is placed yet.
+STARTING_APP = frozenset({AppState.NEW, AppState.NEW_SAVING, AppState.SUBMITTED,
+                          AppState.ACCEPTED})  # fmt: skip
 SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 
@@ -86,6 +90,14 @@ class TaskState:
         return max(0.0, (end - self.start_time) / 1000) if end else 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """The task whose failure ended a run ("" when YARN did not say), and why."""
+
+    task: str
+    traceback: str
+
+
 @dataclasses.dataclass
 class RunStatus:
     """One snapshot of a run: application, tasks, what is pending, metrics, failure."""
@@ -94,7 +106,7 @@ class RunStatus:
     tasks: list[TaskState]
     pending: list[str]
     metrics: list[dict[str, Any]]
-    failure: dict[str, str] | None
+    failure: Failure | None
     attempt: int = 0
 
     @property
@@ -103,26 +115,37 @@ class RunStatus:
 
     @property
     def succeeded(self) -> bool:
-        return self.app.state == "FINISHED" and self.app.final_status == "SUCCEEDED"
-
-    def by_type(self) -> dict[str, list[TaskState]]:
-        out: dict[str, list[TaskState]] = {}
-        for t in self.tasks:
-            out.setdefault(t.type, []).append(t)
-        return out
+        return (
+            self.app.state == AppState.FINISHED and self.app.final_status == FinalStatus.SUCCEEDED
+        )
 
     def summary(self) -> dict[str, Any] | None:
         if not self.ended:
             return None
         start, end = self.app.start_time, self.app.finish_time
+        killed = self.app.state == AppState.KILLED
+        final = str(FinalStatus.KILLED) if killed else self.app.final_status
         return {
-            "final_status": self.app.final_status if self.app.state != "KILLED" else "KILLED",
+            "final_status": final,
             "duration_s": round((end - start) / 1000, 1) if start and end else 0.0,
             "tasks": {
                 t.task: {"state": t.state, "duration_s": round(t.duration_s, 1)} for t in self.tasks
             },
             "metrics": dict(self.metrics[-1]) if self.metrics else {},
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunStatus:
+        """The inverse of :meth:`to_dict` (``summary`` is derived, so not read)."""
+        failure = d.get("failure")
+        return cls(
+            app=AppInfo(**d["app"]),
+            tasks=[TaskState(**t) for t in d["tasks"]],
+            pending=list(d.get("pending", [])),
+            metrics=list(d.get("metrics", [])),
+            failure=Failure(**failure) if failure else None,
+            attempt=d.get("attempt", 0),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the widget's traits and the event log."""
@@ -131,7 +154,7 @@ class RunStatus:
             "tasks": [dataclasses.asdict(t) for t in self.tasks],
             "pending": list(self.pending),
             "metrics": [dict(m) for m in self.metrics],
-            "failure": self.failure,
+            "failure": dataclasses.asdict(self.failure) if self.failure else None,
             "summary": self.summary(),
             "attempt": self.attempt,
         }
@@ -139,7 +162,7 @@ class RunStatus:
 
 def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app: AppInfo) -> str:
     app_ended = app.ended
-    if app.ended and app.final_status == "SUCCEEDED" and "stop" in events:
+    if app.ended and app.final_status == FinalStatus.SUCCEEDED and "stop" in events:
         return "failed" if events["stop"].get("traceback") else "succeeded"
     if events.get("stop", {}).get("traceback"):
         # The task reported its failure (an exception, or the service script's report
@@ -148,15 +171,15 @@ def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app:
     if container is None:
         return "killed" if app_ended else "requested"
     s = container.state.upper()
-    if s in ("WAITING", "REQUESTED"):
+    if s in (ContainerState.WAITING, ContainerState.REQUESTED):
         return "killed" if app_ended else "requested"
-    if s == "RUNNING":
+    if s == ContainerState.RUNNING:
         if app_ended:
             return "killed"
         return "running" if "container" in events else "allocated"
-    if s == "SUCCEEDED":
+    if s == ContainerState.SUCCEEDED:
         return "succeeded"
-    if s == "FAILED":
+    if s == ContainerState.FAILED:
         return "failed"
     return "killed"
 
@@ -222,7 +245,7 @@ def pending_reasons(
     """Per task type still waiting for containers: how many are allocated, and for what."""
     if app.ended:
         return []
-    if app.state in ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED"):
+    if app.state in STARTING_APP:
         return [f"application {app.state.lower()}: waiting for the application master "
                 f"on queue {app.queue or '?'}"]  # fmt: skip
     out = []
@@ -243,9 +266,7 @@ def pending_reasons(
     return out
 
 
-def first_failure(
-    tasks: Sequence[TaskState], events: Events, app: AppInfo
-) -> dict[str, str] | None:
+def first_failure(tasks: Sequence[TaskState], events: Events, app: AppInfo) -> Failure | None:
     """The task whose failure ended the run (earliest stop with a traceback)."""
     failed = []
     for t in tasks:
@@ -255,11 +276,11 @@ def first_failure(
             failed.append((at, t.task, tb or t.exit_message))
     if failed:
         _, task, tb = min(failed)
-        return {"task": task, "traceback": tb}
-    if app.final_status == "FAILED":
+        return Failure(task, tb)
+    if app.final_status == FinalStatus.FAILED:
         # skein's master names the failed service ("Failure in service chief, ...") even
         # when the container's end was not seen (it died with its NodeManager).
         m = re.match(r"Failure in service (\S+?),", app.diagnostics)
         named = [t.task for t in tasks if m and t.type == m.group(1)]
-        return {"task": named[0] if len(named) == 1 else "", "traceback": app.diagnostics}
+        return Failure(named[0] if len(named) == 1 else "", app.diagnostics)
     return None

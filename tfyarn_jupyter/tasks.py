@@ -1,11 +1,12 @@
 """Container side: what runs inside each YARN container of a run.
 
-Started as ``python -m tfyarn_jupyter.tasks`` by the service script that
-:mod:`tfyarn_jupyter.launch` writes. It shares only :mod:`tfyarn_jupyter.events`
-with the client: it reports each step of its life to skein's key-value store,
-exchanges TensorFlow addresses with its peers there, builds ``TF_CONFIG``,
-and runs its role (chief or worker: train; ps: serve until the trainers end;
-evaluator: evaluate each new checkpoint and publish the metrics).
+Started as ``python -m tfyarn_jupyter.tasks`` by the service script
+(``service.sh``). It shares only :mod:`tfyarn_jupyter.contract` (what it is
+told) and :mod:`tfyarn_jupyter.events` (what it reports) with the client: it
+reports each step of its life to skein's key-value store, exchanges TensorFlow
+addresses with its peers there, builds ``TF_CONFIG``, and runs its role
+(chief or worker: train; ps: serve until the trainers end; evaluator: evaluate
+each new checkpoint and publish the metrics).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import time
 import traceback
 from typing import Any
 
-from tfyarn_jupyter import events
+from skein.model import ContainerState, FinalStatus
 
-PAYLOAD = "experiment.pkl"
-TRAINERS = ("chief", "worker")
+from tfyarn_jupyter import events
+from tfyarn_jupyter.contract import PAYLOAD, TRAINERS, TaskContract
 
 
 def _log(msg: str) -> None:
@@ -42,13 +43,11 @@ class Task:
         self.type, _, index = container.rpartition("_")
         self.index = int(index)
         self.name = f"{self.type}:{self.index}"
-        self.topology: dict[str, int] = {
-            t: int(n)
-            for t, _, n in (item.partition("=") for item in os.environ["TFYARN_TASKS"].split(","))
-        }
-        self.attempt = int(os.environ.get("TFYARN_ATTEMPT", "0"))
-        self.peer_timeout = float(os.environ.get("TFYARN_PEER_TIMEOUT", "300"))
-        self.heartbeat_timeout = float(os.environ.get("TFYARN_HEARTBEAT_TIMEOUT", "0"))
+        self.contract = TaskContract.from_env()
+        self.topology = dict(self.contract.topology)
+        self.attempt = self.contract.attempt
+        self.peer_timeout = self.contract.peer_timeout_s
+        self.heartbeat_timeout = self.contract.heartbeat_timeout_s
 
     def put(self, kind: str, **payload: Any) -> None:
         self.app.kv[events.task_key(self.name, kind)] = events.encode(payload)
@@ -109,7 +108,8 @@ class Task:
                 if silent > self.heartbeat_timeout:
                     _log(f"client silent for {silent:.0f}s: ending the application")
                     self.app.shutdown(
-                        "FAILED", f"the notebook kernel stopped heartbeating ({silent:.0f}s)"
+                        FinalStatus.FAILED,
+                        f"the notebook kernel stopped heartbeating ({silent:.0f}s)",
                     )
                     return
 
@@ -146,8 +146,7 @@ class Task:
 
     def wait_for_ack(self) -> None:
         """Give an attached client a moment to read this task's last events."""
-        timeout = float(os.environ.get("TFYARN_ACK_TIMEOUT", "10"))
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self.contract.ack_timeout_s
         while time.monotonic() < deadline:
             ev = self.snapshot()
             if self.name in ev.acked or not ev.client_attached(time.time(), 60):
@@ -189,9 +188,8 @@ class Task:
             done = {p for p in trainers if "stop" in ev.task(p)}
             if done != trainers:
                 # A trainer killed from outside never reports its stop.
-                gone = self.app.get_containers(
-                    services=list(TRAINERS), states=["SUCCEEDED", "FAILED", "KILLED"]
-                )
+                ended = [ContainerState.SUCCEEDED, ContainerState.FAILED, ContainerState.KILLED]
+                gone = self.app.get_containers(services=list(TRAINERS), states=ended)
                 done |= {f"{c.service_name}:{c.instance}" for c in gone}
             if done >= trainers:
                 return

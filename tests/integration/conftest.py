@@ -88,7 +88,7 @@ def runs() -> Iterator[list[Any]]:
     yield started
     for run in started:
         try:
-            if not run._poller.ended:
+            if not run.source.ended:
                 run.cancel()
         except Exception as exc:  # teardown must not hide the test's own failure
             print(f"could not cancel {run}: {exc}", file=sys.stderr)

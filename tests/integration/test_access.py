@@ -27,7 +27,8 @@ import requests
 from hdfs import HdfsError, InsecureClient
 
 from tfyarn_jupyter import Run, TaskSpec, filesystem, submit
-from tfyarn_jupyter.launch import PAYLOAD, event_log_path, read_event_log
+from tfyarn_jupyter.contract import PAYLOAD
+from tfyarn_jupyter.run import event_log_path, read_event_log
 
 pytestmark = pytest.mark.sandbox
 
@@ -269,7 +270,7 @@ def test_owner_kills_the_run_and_its_event_log_and_logs_stay_private(guarded):
     run = guarded.run
     run.cancel()
     deadline = time.monotonic() + 120
-    while not (st := run.status()).ended:
+    while not (st := run.advance()).ended:
         assert time.monotonic() < deadline, f"{run.app_id} still {st.app.state} after the kill"
         time.sleep(1.0)
     assert st.app.state == "KILLED"
@@ -277,7 +278,7 @@ def test_owner_kills_the_run_and_its_event_log_and_logs_stay_private(guarded):
     path = event_log_path(run.app_id)
     owner = filesystem.client()
     deadline = time.monotonic() + 30
-    while read_event_log(run.app_id) is None:  # written when status() first saw the end
+    while read_event_log(run.app_id) is None:  # written when advance() first saw the end
         assert time.monotonic() < deadline, f"no event log at {path}"
         time.sleep(0.5)
     assert owner.status(path)["permission"] == "600"

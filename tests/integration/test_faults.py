@@ -27,9 +27,9 @@ import pytest
 import skein
 
 from tfyarn_jupyter import NodeLabel, RunFailed, TaskSpec, submit
-from tfyarn_jupyter.launch import Run, attach, event_log_path, events_snapshot, read_event_log
-from tfyarn_jupyter.poller import CALLS_PER_POLL, StatusSource
+from tfyarn_jupyter.run import Run, attach, event_log_path, read_event_log
 from tfyarn_jupyter.state import RunStatus
+from tfyarn_jupyter.status import CALLS_PER_POLL, StatusSource
 
 pytestmark = pytest.mark.sandbox
 
@@ -63,10 +63,10 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
 
 
 def watch(run: Run, timeout: float = RUN_TIMEOUT_S) -> RunStatus:
-    """Poll until the run (and its retries) ended; the last status."""
+    """Drive the run until it (and its retries) ended; the last status."""
 
     def ended() -> RunStatus | None:
-        st = run.status()
+        st = run.advance()
         return st if st.ended and (st.succeeded or run.attempt >= run.nb_retries) else None
 
     return wait_for(f"{run.app_id} ended", ended, timeout)
@@ -82,7 +82,7 @@ def task_event(run: Run, task: str, kind: str, timeout: float = RUN_TIMEOUT_S) -
     def seen() -> dict[str, Any] | None:
         st = run.status()
         assert not st.ended, f"{run.app_id} ended {st.app.state} before {task} {kind}"
-        ev = events_snapshot(run).task(task)
+        ev = run.source.events.task(task)
         return ev["container"] if kind in ev else None
 
     return wait_for(f"{task} reported {kind}", seen, timeout)
@@ -104,7 +104,7 @@ def app_processes(app_id: str) -> list[psutil.Process]:
 
 def task_process(run: Run, task: str) -> psutil.Process:
     """The task's python process: the pid it reported, checked against its container id."""
-    pid = events_snapshot(run).task(task)["container"]["pid"]
+    pid = run.source.events.task(task)["container"]["pid"]
     container = {t.task: t.container_id for t in run.status().tasks}[task]
     proc = psutil.Process(pid)
     assert container and _container_id(proc) == container, (pid, container, proc.cmdline())
@@ -166,7 +166,7 @@ def test_worker_killed_by_sigkill_fails_its_attempt_with_exit_137_is_resubmitted
     worker, ps = task_process(run, "worker:0"), task_process(run, "ps:0")
     t0 = time.monotonic()
     worker.send_signal(signal.SIGKILL)
-    wait_for("attempt 1 submitted", lambda: run.status() and run.attempt == 1, 180)
+    wait_for("attempt 1 submitted", lambda: run.advance() and run.attempt == 1, 180)
     figure("worker-sigkill-attempt0-reported", time.monotonic() - t0)
     assert run.app_id != first
     record = read_event_log(first)
@@ -184,7 +184,7 @@ def test_worker_killed_by_sigkill_fails_its_attempt_with_exit_137_is_resubmitted
     task_event(run, "worker:0", "train_start")
     # The client heartbeats into the retried attempt too: its tasks wait for it to read
     # a killed task's exit status.
-    wait_for("a heartbeat in attempt 1", lambda: events_snapshot(run).heartbeat, 30)
+    wait_for("a heartbeat in attempt 1", lambda: run.source.events.heartbeat, 30)
     worker, ps = task_process(run, "worker:0"), task_process(run, "ps:0")
     t1 = time.monotonic()
     worker.send_signal(signal.SIGKILL)
@@ -246,7 +246,7 @@ def test_peer_never_granted_fails_the_run_after_peer_timeout_naming_the_missing_
     figure("peer-never-granted-run-failed-after-submit", time.monotonic() - t0)
     err = exc.value
     assert err.status is not None and err.status.app.final_status == "FAILED"
-    ev = events_snapshot(run)
+    ev = run.source.events
     never = [t for t in ("chief:0", "worker:0", "worker:1", "ps:0") if "init" not in ev.task(t)]
     assert never and all(t.startswith("worker:") for t in never), never
     assert f"waited {timeout_s}s for its peers" in err.traceback
@@ -379,11 +379,11 @@ def test_cancel_ends_killed_keeps_checkpoints_and_logs_stay_readable(
     t1 = time.monotonic()
     logs = run.logs("chief:0")
     figure("cancel-aggregated-logs-readable", time.monotonic() - t1)
-    assert logs["source"] == "aggregated"
-    assert "chief:0 TF_CONFIG=" in logs["stderr"]
+    assert logs.source == "aggregated"
+    assert "chief:0 TF_CONFIG=" in logs.stderr
     assert "TF_CONFIG=" not in logs["stdout"]  # stdout and stderr were told apart
     ev_logs = run.logs("evaluator:0")
-    assert ev_logs["source"] == "aggregated" and "evaluator:0 TF_CONFIG=" in ev_logs["stderr"]
+    assert ev_logs.source == "aggregated" and "evaluator:0 TF_CONFIG=" in ev_logs.stderr
 
 
 # -- load and 8. the event log ---------------------------------------------------------------
@@ -518,8 +518,8 @@ def test_poll_costs_the_same_calls_for_48_sleeping_tasks_as_for_2(sandbox, skein
         per_poll[n] = deltas
         running[n] = sum(t.state == "allocated" for t in st.tasks)
         assert len(st.tasks) == n
-        # Its own tally is true (connecting, once, is not a poll's call).
-        assert source.calls == len([c for c in calls if c != "connect"]), (source.calls, calls)
+        # The application master is connected to once, not once a poll.
+        assert calls.count("connect") == 1, calls
         print(f"{n} tasks: {running[n]} allocated, calls per poll {deltas}, calls {calls[-3:]}")
         print(f"FIGURE case=poll-{n}-tasks calls_per_poll={max(deltas)} allocated={running[n]}")
     assert per_poll[48] == per_poll[2] == [CALLS_PER_POLL] * 5

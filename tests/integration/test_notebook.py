@@ -161,13 +161,36 @@ def _children(pid: int) -> list[int]:
 
 
 # -- the quickstart -------------------------------------------------------------------------
+#: Run in a kernel before any panel exists: every panel then records, through a listener,
+#: what it showed (each distinct task, type, state, node and gpu badge), how many
+#: evaluations it showed while RUNNING, and when it first showed every task running.
+RECORD_PANELS = """\
+import time as _time
+import tfyarn_jupyter.widget as _widget
+_panel_init = _widget.RunPanel.__init__
+def _recording_init(self, *args, **kwargs):
+    _panel_init(self, *args, **kwargs)
+    rec = self.recorded = {"seen": set(), "metrics_seen_while_running": 0,
+                           "first_all_running_s": None, "created": _time.monotonic()}
+    def listen(st, rec=rec):
+        rec["seen"].update((t.task, t.type, t.state, t.node, t.gpu) for t in st.tasks)
+        if st.app.state == "RUNNING" and st.metrics:
+            rec["metrics_seen_while_running"] = max(rec["metrics_seen_while_running"],
+                                                    len(st.metrics))
+        if (rec["first_all_running_s"] is None and st.tasks
+                and all(t.state == "running" for t in st.tasks)):
+            rec["first_all_running_s"] = _time.monotonic() - rec["created"]
+    self.add_listener(listen)
+_widget.RunPanel.__init__ = _recording_init
+"""
+
 PANELS_REPORT = report(
     """[
     {
         "app_id": p.run.app_id,
-        "seen": sorted(p.seen),
-        "metrics_seen_while_running": p.metrics_seen_while_running,
-        "first_all_running_s": p.first_all_running_s,
+        "seen": sorted(p.recorded["seen"]),
+        "metrics_seen_while_running": p.recorded["metrics_seen_while_running"],
+        "first_all_running_s": p.recorded["first_all_running_s"],
         "final": f"{p.run.status().app.state}/{p.run.status().app.final_status}",
         "poller_errors": p.poller.errors,
     }
@@ -193,6 +216,7 @@ def test_quickstart_notebook_runs_and_its_panels_held_every_task_on_a_node_with_
             cell.source = first.replace("--name quickstart", f"--name {prefix}") + "\n" + body
             renamed += 1
     assert renamed == 2
+    nb.cells.insert(0, new_code_cell(RECORD_PANELS))
     nb.cells.append(new_code_cell("import sys\n" + report("sys.executable")))
     nb.cells.append(new_code_cell(PANELS_REPORT))
 
@@ -371,8 +395,8 @@ def test_killed_kernel_ends_its_run_while_a_detached_run_survives_and_attaches_e
     leftovers: list[int] = []
     try:
         first.run(
-            "%load_ext tfyarn_jupyter\nimport tfyarn_jupyter.launch as _launch\n"
-            f"_launch.HEARTBEAT_TIMEOUT_S = {HEARTBEAT_TIMEOUT_S}"
+            "%load_ext tfyarn_jupyter\nimport tfyarn_jupyter.contract as _contract\n"
+            f"_contract.HEARTBEAT_TIMEOUT_S = {HEARTBEAT_TIMEOUT_S}"
         )
         first.run(f"%%tfyarn --chief 512M/1 --name {prefix}-owned --var owned\n{SLEEPER}")
         first.run(f"%%tfyarn --chief 512M/1 --name {prefix}-detached --detach --var det\n{SLEEPER}")
@@ -412,14 +436,16 @@ def test_killed_kernel_ends_its_run_while_a_detached_run_survives_and_attaches_e
 
     second = Kernel(tmp_path)
     try:
-        second.run("%load_ext tfyarn_jupyter")
+        second.run("%load_ext tfyarn_jupyter\n" + RECORD_PANELS)
         second.run(f"%tfyarn attach {det_id}")
         second.run(
             "_m = get_ipython().magics_manager.registry['TfyarnMagics']\n"
             "det = _m.panels[0].run\n" + WAIT_RUNNING.format(runs="det,"),
             timeout=120,
         )
-        panels = reported(second.run(report("[(p.run.app_id, sorted(p.seen)) for p in _m.panels]")))
+        panels = reported(
+            second.run(report("[(p.run.app_id, sorted(p.recorded['seen'])) for p in _m.panels]"))
+        )
         assert [app_id for app_id, _ in panels] == [det_id]
         assert any(
             task == "chief:0" and state == "running" and node

@@ -40,11 +40,11 @@ def unique(prefix: str) -> str:
 
 
 def watch(run, timeout: float = RUN_TIMEOUT_S, interval: float = 1.0) -> list:
-    """Poll ``run.status()`` until the run (and its retries) ended; every snapshot, in order."""
+    """Drive ``run.advance()`` until the run (and its retries) ended; every snapshot, in order."""
     snapshots = []
     deadline = time.monotonic() + timeout
     while True:
-        st = run.status()
+        st = run.advance()
         snapshots.append(st)
         if st.ended and (st.succeeded or run.attempt >= run.nb_retries):
             return snapshots
@@ -206,9 +206,8 @@ def test_multi_worker_with_ps_succeeds_and_ps_exits(sandbox, cancer, cancer_file
     }
     assert result.metrics["global_step"] >= max_steps
     # Every task really ran: each reported its start and a clean stop.
-    from tfyarn_jupyter.launch import events_snapshot
 
-    ev = events_snapshot(run)
+    ev = run.source.events
     for task in result.tasks:
         assert "start" in ev.task(task), task
         assert ev.task(task)["stop"]["traceback"] == "", task

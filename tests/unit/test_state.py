@@ -9,6 +9,7 @@ from tfyarn_jupyter.spec import NodeLabel, TaskSpec
 from tfyarn_jupyter.state import (
     AppInfo,
     ContainerInfo,
+    Failure,
     derive,
     first_failure,
     is_secret,
@@ -145,7 +146,7 @@ def test_failed_task_carries_its_traceback():
         LABELS,
     )
     assert state_of(st, "chief:0") == "failed"
-    assert st.failure == {"task": "chief:0", "traceback": tb}
+    assert st.failure == Failure("chief:0", tb)
     assert not st.succeeded
 
 
@@ -250,7 +251,7 @@ def test_first_failure_is_the_earliest_stop_with_a_traceback():
         }
     )
     st = derive(app("FINISHED", "FAILED"), specs, [], ev, LABELS)
-    assert st.failure == {"task": "worker:1", "traceback": "worker:1 failed first"}
+    assert st.failure == Failure("worker:1", "worker:1 failed first")
 
 
 def test_failed_container_without_stop_event_uses_finish_time_and_exit_message():
@@ -261,15 +262,12 @@ def test_failed_container_without_stop_event_uses_finish_time_and_exit_message()
     )
     ev = evs(**{"task/chief:0/stop": {"traceback": "peer went away", "t": 9.0}})
     st = derive(app(), specs, [dead, container("chief:0", "SUCCEEDED")], ev, LABELS)
-    assert st.failure == {"task": "worker:0", "traceback": "Container killed: memory"}
+    assert st.failure == Failure("worker:0", "Container killed: memory")
 
 
 def test_failed_app_without_task_failure_reports_diagnostics():
     a = app("FAILED", "FAILED", diagnostics="AM container exited with code 1")
-    assert first_failure([], evs(), a) == {
-        "task": "",
-        "traceback": "AM container exited with code 1",
-    }
+    assert first_failure([], evs(), a) == Failure("", "AM container exited with code 1")
     assert first_failure([], evs(), app("FINISHED", "SUCCEEDED")) is None
 
 

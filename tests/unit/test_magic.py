@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
+from strategies import check_valid_spec, near_specs
 
 from tfyarn_jupyter.magic import LaunchArgs, local_module_roots, parse_launch
-from tfyarn_jupyter.spec import NodeLabel
+from tfyarn_jupyter.spec import TASK_TYPES, NodeLabel, parse_memory
 
 
 def test_the_issue_example_parses_exactly_as_written():
     args = parse_launch("--chief 2G/4 --evaluator 1G/1 --queue ml-gpu")
-    assert args.queue == "ml-gpu"
+    assert args.options.queue == "ml-gpu"
     assert args.task_specs["chief"].memory == 2048
     assert args.task_specs["chief"].vcores == 4
     assert args.task_specs["evaluator"].memory == 1024
@@ -45,19 +49,20 @@ def test_repeatable_options_accumulate():
         "--pip six --pip attrs==23.1 --env A=1 --env B=x=y --file-system hdfs://nn2:8020 "
         "--retries 2 --fn train --name exp1 --var r --detach --archive hdfs:///envs/e.tar"
     )
-    assert args.pip_packages == ["six", "attrs==23.1"]
-    assert args.env == {"A": "1", "B": "x=y"}
-    assert args.file_systems == ["hdfs://nn2:8020"]
-    assert (args.nb_retries, args.fn, args.name, args.var) == (2, "train", "exp1", "r")
-    assert args.detach and not args.wait
-    assert args.archive == "hdfs:///envs/e.tar"
+    opts = args.options
+    assert opts.pip_packages == ("six", "attrs==23.1")
+    assert opts.env == {"A": "1", "B": "x=y"}
+    assert opts.file_systems == ("hdfs://nn2:8020",)
+    assert (opts.nb_retries, args.fn, opts.name, args.var) == (2, "train", "exp1", "r")
+    assert opts.detach and not args.wait
+    assert opts.pyenv_archive == "hdfs:///envs/e.tar"
 
 
 def test_file_takes_an_optional_target(tmp_path):
     src = tmp_path / "mod.py"
     src.write_text("X = 1\n")
     args = parse_launch(f"--file {src} --file {src}:other.py")
-    assert args.files == {"mod.py": str(src), "other.py": str(src)}
+    assert args.options.files == {"mod.py": Path(src), "other.py": Path(src)}
 
 
 @pytest.mark.parametrize(
@@ -125,3 +130,122 @@ def test_local_module_roots_picks_modules_under_the_notebook_folder_only(tmp_pat
     roots = local_module_roots(nb, mods)
     assert list(roots.values()) == [nb.resolve()]
     assert local_module_roots(tmp_path / "empty", mods) == {}
+
+
+# -- the %%tfyarn line --------------------------------------------------------------------
+_flags = [
+    "--chief",
+    "--worker",
+    "--ps",
+    "--evaluator",
+    "--gpu",
+    "--queue",
+    "--name",
+    "--retries",
+    "--env",
+    "--pip",
+    "--var",
+    "--fn",
+    "--file",
+    "--file-system",
+    "--archive",
+    "--wait",
+    "--detach",
+    "--bogus",
+    "-h",
+    "--help",
+    "--",
+]
+_values = st.one_of(
+    near_specs,
+    st.sampled_from(
+        [
+            "1G/1",
+            "512M/1x2",
+            "chief",
+            "chief,worker",
+            "worker,ps",
+            "gpu",
+            "A=1",
+            "1A=2",
+            "=",
+            "x",
+            "3",
+            "\u00b2",
+            "-1",
+            "9" * 5000,
+            "~nosuchuser/x.py",
+            "/nonexistent",
+            "'",
+            '"',
+            "ml-gpu",
+            "",
+            "''",
+        ]
+    ),
+    st.text(max_size=10).map(lambda s: repr(s)),
+)
+_lines = st.lists(
+    st.one_of(
+        st.sampled_from(_flags),
+        _values,
+        st.tuples(st.sampled_from(_flags), _values).map(
+            lambda fv: f"{fv[0]}={fv[1]}" if fv[0].startswith("--") else " ".join(fv)
+        ),
+    ),
+    max_size=10,
+).map(" ".join)
+
+_FLAG = re.compile(r"--[a-z-]+|%%tfyarn:")
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(st.text(max_size=60), _lines))
+@example("--retries \u00b2")  # isdigit() but not int() (ValueError before)
+@example("--retries " + "9" * 5000)  # beyond int()'s digit limit
+@example("--chief 1G/" + "1" * 5000)
+@example("--file ~nosuchuser/x.py")  # expanduser() raised RuntimeError
+def test_any_line_gives_launch_args_or_a_usage_error_naming_the_argument(line: str) -> None:
+    try:
+        args = parse_launch(line)
+    except UsageError as exc:
+        message = str(exc)
+        assert message.startswith("%%tfyarn"), message
+        assert _FLAG.search(message), message  # an option, or the whole line, is named
+        return
+    assert isinstance(args, LaunchArgs)
+    assert "chief" in args.task_specs
+    assert list(args.task_specs) == [t for t in TASK_TYPES if t in args.task_specs]
+    for spec in args.task_specs.values():
+        check_valid_spec(spec)
+    assert args.options.nb_retries >= 0
+    assert not (args.wait and args.options.detach)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(TASK_TYPES),
+        st.tuples(st.sampled_from(["512M", "1G", "2G"]), st.integers(1, 8), st.integers(1, 4)),
+        min_size=1,
+    ),
+    st.sets(st.sampled_from(TASK_TYPES)),
+)
+def test_structured_topologies_parse_or_name_the_offending_task_type(
+    topology: dict[str, tuple[str, int, int]], gpu: set[str]
+) -> None:
+    parts = [f"--{t} {m}/{v}x{n}" for t, (m, v, n) in topology.items()]
+    if gpu:
+        parts.append("--gpu " + ",".join(sorted(gpu)))
+    line = " ".join(parts)
+    try:
+        args = parse_launch(line)
+    except UsageError as exc:
+        assert re.search(r"--(chief|worker|ps|evaluator|gpu)\b", str(exc)), str(exc)
+        return
+    for ttype, (mem, vcores, n) in topology.items():
+        spec = args.task_specs[ttype]
+        assert (spec.memory, spec.vcores, spec.instances) == (parse_memory(mem), vcores, n)
+        assert spec.label is (NodeLabel.GPU if ttype in gpu else NodeLabel.CPU)
+    # The chief default fills in when the line names none.
+    assert "chief" in args.task_specs

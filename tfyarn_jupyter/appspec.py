@@ -1,0 +1,269 @@
+"""Building a run's skein application: payload, environment, the service script, the spec.
+
+:func:`prepare` does everything up to submission. The cheap checks come
+first (topology, options), then the function is serialised and loaded back
+in a fresh interpreter while the environment is packed, and the queue is
+asked whether the tasks fit: a bad request fails before anything is
+allocated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from importlib.resources import files as package_files
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import skein
+
+from . import cluster, filesystem, packing
+from .contract import ENV_DIR, ENV_TAR, OVERLAY, PAYLOAD, SOURCES, TaskContract
+from .options import LaunchOptions
+from .spec import SpecError, TaskSpec
+
+#: Where the nodes' interpreter is, for a ``pyenv_archive`` built elsewhere.
+INTERPRETER_VAR = "TFYARN_INTERPRETER"
+
+
+def serialise(experiment_fn: Callable[[], Any]) -> bytes:
+    """The function, pickled by value where it must be; a clear error where it cannot be."""
+    if not callable(experiment_fn):
+        raise SpecError(f"experiment_fn must be a function, got {type(experiment_fn).__name__}")
+    try:
+        return cloudpickle.dumps(experiment_fn)
+    except Exception as exc:
+        name = getattr(experiment_fn, "__name__", repr(experiment_fn))
+        raise SpecError(
+            f"experiment_fn {name!r} cannot be serialised ({type(exc).__name__}: {exc}); "
+            "build unpicklable objects (sessions, open files, locks) inside the function"
+        ) from exc
+
+
+def start_load_check(payload: Path, pythonpath: Sequence[str]) -> subprocess.Popen:
+    """Load the payload in a fresh interpreter: what the containers will do first."""
+    code = "import sys, cloudpickle; cloudpickle.load(open(sys.argv[1], 'rb'))"
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(payload)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=payload.parent,
+    )
+
+
+def finish_load_check(proc: subprocess.Popen) -> None:
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit code {proc.returncode}"
+        raise SpecError(
+            f"experiment_fn pickles but does not load in a fresh interpreter ({last}). "
+            "Ship the modules it needs with files= (or import them inside the function)."
+        )
+
+
+def acls_for(user: str, acls: skein.ACLs | Mapping[str, Sequence[str]]) -> skein.ACLs:
+    """View and modify for the submitting user only, plus whatever ``acls`` grants."""
+    if isinstance(acls, skein.ACLs):
+        return acls
+    return skein.ACLs(
+        enable=True,
+        view_users=sorted({user, *acls.get("view", ())}),
+        modify_users=sorted({user, *acls.get("modify", ())}),
+        ui_users=sorted({user, *acls.get("ui", ())}),
+    )
+
+
+def service_script(interpreter: str, pythonpath: Sequence[str]) -> str:
+    """The container's script: ``service.sh`` after the two lines that give it its inputs."""
+    body = package_files("tfyarn_jupyter").joinpath("service.sh").read_text()
+    return (
+        f"TFYARN_BASE_PYTHON={shlex.quote(interpreter)}\n"
+        f"TFYARN_PYTHONPATH={shlex.quote(':'.join(pythonpath))}\n{body}"
+    )
+
+
+def task_env(options: LaunchOptions, contract: TaskContract) -> dict[str, str]:
+    """The tasks' environment: the user's, then the contract (which reads the user's bounds)."""
+    return {**options.env, **contract.to_env(), "PYTHONUNBUFFERED": "1"}
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A run ready to submit: its spec, and what building it measured and left on disk."""
+
+    spec: skein.ApplicationSpec
+    task_specs: dict[str, TaskSpec]
+    contract: TaskContract
+    phases: dict[str, float]
+    env_report: packing.EnvReport | None
+    #: Holds the payload and sources the spec names: kept while a retry may resubmit them.
+    workdir: tempfile.TemporaryDirectory
+
+
+@dataclasses.dataclass
+class _Staged:
+    workdir: tempfile.TemporaryDirectory
+    sources: Path | None
+    check: subprocess.Popen
+
+    @property
+    def payload(self) -> Path:
+        return Path(self.workdir.name) / PAYLOAD
+
+
+def _stage(experiment_fn: Callable[[], Any], options: LaunchOptions) -> _Staged:
+    """Write the payload and sources, and start loading them back in a fresh interpreter."""
+    payload = serialise(experiment_fn)
+    workdir = tempfile.TemporaryDirectory(prefix="tfyarn-launch-")
+    wd = Path(workdir.name)
+    (wd / PAYLOAD).write_bytes(payload)
+    (wd / PAYLOAD).chmod(0o600)
+    roots = dict(options.source_roots)
+    if options.pyenv_archive is None:
+        for root in packing.editable_roots(packing.venv_prefix()):
+            roots.setdefault(str(root), root)
+    sources = None
+    if roots:
+        sources = wd / SOURCES
+        packing.zip_sources(roots, sources)
+    # The fresh-interpreter check sees what a container sees: the files' targets.
+    stage = wd / "stage"
+    stage.mkdir()
+    for target, src in options.files.items():
+        (stage / target).symlink_to(src)
+    path = [str(stage), *([str(sources)] if sources else [])]
+    return _Staged(workdir, sources, start_load_check(wd / PAYLOAD, path))
+
+
+def _environment(options: LaunchOptions, phases: dict[str, float]) -> tuple[Any, str, str]:
+    """``(env report or None, archive, interpreter)``: the packed venv, or the user's archive."""
+    if options.pyenv_archive is not None:
+        return None, options.pyenv_archive, os.environ.get(INTERPRETER_VAR, "/usr/bin/env")
+    report = packing.ensure_env()
+    phases.update({f"env_{k}": v for k, v in report.times.items()})
+    return report, report.archive, packing.base_interpreter(packing.venv_prefix())
+
+
+def _timed(phases: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
+    t = time.perf_counter()
+    try:
+        return fn()
+    finally:
+        phases[name] = time.perf_counter() - t
+
+
+def _shipped_files(
+    staged: _Staged, options: LaunchOptions, report: Any, archive: str, phases: dict[str, float]
+) -> tuple[dict[str, skein.File], list[str]]:
+    """The container's folder (``{name: skein.File}``) and its ``PYTHONPATH`` entries."""
+    pythonpath = ["."]
+    shipped = {PAYLOAD: skein.File(source=str(staged.payload), type="file")}
+    if report is not None:
+        # Our own tar: shipped as a file (kept by each NodeManager between runs, as the
+        # visibility says) and unpacked by the service script.
+        shipped[ENV_TAR] = skein.File(source=archive, type="file", visibility="private")
+    else:
+        shipped[ENV_DIR] = skein.File(
+            source=file_source(archive), type="archive", visibility="private"
+        )
+    if staged.sources:
+        shipped[SOURCES] = skein.File(source=str(staged.sources), type="file")
+        pythonpath.append(SOURCES)
+    if options.pip_packages:
+        base = report.key if report else archive
+        overlay, _ = _timed(
+            phases, "pip_overlay", lambda: packing.ensure_overlay(list(options.pip_packages), base)
+        )
+        shipped[OVERLAY] = skein.File(source=overlay, type="archive", visibility="private")
+        pythonpath.append(OVERLAY)
+    for target, src in options.files.items():
+        shipped[target] = skein.File(source=str(src))
+    return shipped, pythonpath
+
+
+def prepare(
+    experiment_fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], options: LaunchOptions
+) -> Prepared:
+    """Everything up to submission: checks, payload, environment, the skein spec."""
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
+    staged = _stage(experiment_fn, options)
+    phases["validate"] = time.perf_counter() - t0
+    try:
+        report, archive, interpreter = _environment(options, phases)
+        client = _timed(phases, "client", cluster.get_client)
+        _timed(
+            phases, "queue_check", lambda: cluster.check_queue(client, options.queue, task_specs)
+        )
+        _timed(phases, "load_check_wait", lambda: finish_load_check(staged.check))
+        shipped, pythonpath = _shipped_files(staged, options, report, archive, phases)
+    except BaseException:
+        staged.check.kill()
+        staged.workdir.cleanup()
+        raise
+    topology = {t: s.instances for t, s in task_specs.items()}
+    contract = options.contract(topology, env_key=report.key if report else "")
+    spec = application_spec(
+        task_specs, options, contract, shipped, service_script(interpreter, pythonpath)
+    )
+    return Prepared(spec, dict(task_specs), contract, phases, report, staged.workdir)
+
+
+def application_spec(
+    task_specs: Mapping[str, TaskSpec],
+    options: LaunchOptions,
+    contract: TaskContract,
+    shipped: Mapping[str, skein.File],
+    script: str,
+) -> skein.ApplicationSpec:
+    """One skein service per task type, all with the same folder, script and environment."""
+    env = task_env(options, contract)
+    services = {
+        ttype: skein.Service(
+            resources=skein.Resources(memory=s.memory, vcores=s.vcores),
+            script=script,
+            instances=s.instances,
+            files=dict(shipped),
+            env=env,
+            node_label=s.label.value,
+        )
+        for ttype, s in task_specs.items()
+    }
+    return skein.ApplicationSpec(
+        name=options.name,
+        queue=options.queue,
+        services=services,
+        file_systems=list(options.file_systems),
+        acls=acls_for(filesystem.hadoop_user(), options.acls),
+        max_attempts=1,
+        tags=["tfyarn"],
+    )
+
+
+def with_attempt(spec: skein.ApplicationSpec, contract: TaskContract, attempt: int):
+    """The same application for another attempt: only the contract's attempt differs."""
+    d = spec.to_dict()
+    for svc in d["services"].values():
+        svc["env"].update(contract.with_attempt(attempt).to_env())
+    return skein.ApplicationSpec.from_dict(d)
+
+
+def file_source(path: str) -> str:
+    """A skein file source: a URI as it is, an HDFS home path qualified, else local."""
+    if "://" in path:
+        return path
+    if path.startswith("/user/") or path.startswith("/tmp/"):
+        return filesystem.qualify(path)
+    return str(Path(path).expanduser().absolute())

@@ -1,0 +1,149 @@
+"""The launch keywords of ``run_on_yarn``, ``submit`` and ``%%tfyarn``, in one checked object.
+
+:class:`LaunchOptions` is built once from the keywords (or from a ``%%tfyarn``
+line) and validated at construction, so every way in runs the same checks,
+in the same order, before anything touches the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import skein
+
+from . import contract
+from .spec import SpecError
+
+ACL_KINDS = ("view", "modify", "ui")
+_COLLECTIONS = frozenset({"files", "env", "pip_packages", "file_systems", "acls", "source_roots"})
+
+
+def check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Path]:
+    """``{target name: absolute source}``; each source exists, each target is a plain name."""
+    out: dict[str, Path] = {}
+    for target, source in (files or {}).items():
+        path = Path(source).expanduser()
+        if not path.exists():
+            raise SpecError(f"files[{target!r}]: {source} does not exist")
+        if "/" in target.strip("/") or target in contract.RESERVED_NAMES:
+            raise SpecError(f"files: {target!r} is not a plain name for the container's folder")
+        out[target] = path.absolute()
+    return out
+
+
+def _check_bound(env: Mapping[str, str], key: str, least: float) -> None:
+    if key not in env:
+        return
+    try:
+        ok = float(env[key]) >= least
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SpecError(f"env: {key}={env[key]!r} must be a number of seconds >= {least:g}")
+
+
+def check_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """Variables YARN's launch script can carry; the contract's bounds as usable seconds."""
+    out = {}
+    for k, v in (env or {}).items():
+        if not isinstance(k, str) or not k.isidentifier() or not isinstance(v, str):
+            raise SpecError(f"env: {k!r} must map a variable name to a string")
+        if '"' in v or "\n" in v:
+            # YARN pastes values into its launch script between double quotes.
+            raise SpecError(
+                f"env: the value of {k} contains a double quote or a newline, "
+                "which YARN's launch script cannot carry; encode it (e.g. base64)"
+            )
+        out[k] = v
+    _check_bound(out, contract.PEER_TIMEOUT_VAR, 1.0)
+    _check_bound(out, contract.HEARTBEAT_TIMEOUT_VAR, 3 * contract.HEARTBEAT_INTERVAL_S)
+    return out
+
+
+def check_acls(acls: skein.ACLs | Mapping[str, Sequence[str]] | None) -> skein.ACLs | dict:
+    if acls is None or isinstance(acls, skein.ACLs):
+        return acls or {}
+    if not isinstance(acls, Mapping):
+        raise SpecError(f"acls must be a dict such as {{'view': ['bob']}}, got {acls!r}")
+    unknown = set(acls) - set(ACL_KINDS)
+    if unknown:
+        raise SpecError(f"acls: unknown key(s) {sorted(unknown)}: use view, modify, ui")
+    return {k: tuple(v) for k, v in acls.items()}
+
+
+def _check_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchOptions:
+    """Everything a launch takes besides the function and the task specs.
+
+    The keywords are tf-yarn's (``files``, ``env``, ``queue``, ``pip_packages``,
+    ``file_systems``, ``nb_retries``) plus ``name``, ``acls`` (extra users for
+    ``view``/``modify``/``ui``; the submitting user always has all three),
+    ``pyenv_archive`` (a pre-built environment instead of the packed venv),
+    ``detach`` (the run outlives the kernel), ``source_roots`` (folders of
+    local modules to ship) and ``peer_timeout_s``.
+    """
+
+    files: Mapping[str, Path] = dataclasses.field(default_factory=dict)
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    queue: str = "default"
+    pip_packages: Sequence[str] = ()
+    file_systems: Sequence[str] = ()
+    name: str = "tfyarn"
+    acls: skein.ACLs | Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+    nb_retries: int = 0
+    pyenv_archive: str | None = None
+    detach: bool = False
+    source_roots: Mapping[str, Path] = dataclasses.field(default_factory=dict)
+    peer_timeout_s: float = contract.PEER_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "files", check_files(self.files))
+        set_(self, "env", check_env(self.env))
+        if not isinstance(self.queue, str) or not self.queue:
+            raise SpecError(f"queue must be a queue name, got {self.queue!r}")
+        set_(self, "pip_packages", tuple(self.pip_packages or ()))
+        set_(self, "file_systems", tuple(self.file_systems or ()))
+        set_(self, "acls", check_acls(self.acls))
+        set_(self, "nb_retries", _check_int("nb_retries", self.nb_retries))
+        set_(self, "source_roots", dict(self.source_roots or {}))
+        if not isinstance(self.peer_timeout_s, (int, float)) or self.peer_timeout_s < 1:
+            raise SpecError(f"peer_timeout_s must be >= 1 second, got {self.peer_timeout_s!r}")
+
+    @classmethod
+    def from_keywords(cls, keywords: Mapping[str, Any]) -> LaunchOptions:
+        """Build from ``submit``'s keywords; an unknown keyword names the ones there are."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(keywords) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown launch keyword(s) {', '.join(unknown)}; "
+                f"the keywords are: {', '.join(sorted(known))}"
+            )
+        # ``None`` means "not given" for the optional collections, as in tf-yarn.
+        given = {k: v for k, v in keywords.items() if v is not None or k not in _COLLECTIONS}
+        return cls(**given)
+
+    def contract(self, topology: Mapping[str, int], *, env_key: str = "") -> contract.TaskContract:
+        """The tasks' contract: the user's bounds where set; a detached run has no watchdog."""
+        heartbeat = 0.0
+        if not self.detach:
+            heartbeat = float(
+                self.env.get(contract.HEARTBEAT_TIMEOUT_VAR, contract.HEARTBEAT_TIMEOUT_S)
+            )
+        return contract.TaskContract(
+            topology=dict(topology),
+            peer_timeout_s=float(self.env.get(contract.PEER_TIMEOUT_VAR, self.peer_timeout_s)),
+            heartbeat_timeout_s=heartbeat,
+            env_key=env_key,
+        )
