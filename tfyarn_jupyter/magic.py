@@ -110,6 +110,39 @@ def parse_launch(line: str) -> LaunchArgs:
         raise UsageError(f"%%tfyarn: bad arguments {line!r} (see %%tfyarn --help)") from exc
     except ValueError as exc:  # shlex: unbalanced quotes
         raise UsageError(f"%%tfyarn: cannot split {line!r}: {exc}") from exc
+    specs = _parse_topology(args)
+    try:  # isdecimal(), not isdigit(): int() refuses superscripts; and it caps the digits
+        nb_retries = int(args.retries) if args.retries.isdecimal() else -1
+    except ValueError:
+        nb_retries = -1
+    if nb_retries < 0:
+        raise UsageError(f"%%tfyarn --retries {args.retries!r}: expected a whole number >= 0")
+    if args.var is not None and not args.var.isidentifier():
+        raise UsageError(f"%%tfyarn --var {args.var!r}: not a Python name")
+    if not args.fn.isidentifier():
+        raise UsageError(f"%%tfyarn --fn {args.fn!r}: not a Python name")
+    if args.wait and args.detach:
+        raise UsageError("%%tfyarn: --wait and --detach exclude each other")
+    try:
+        options = LaunchOptions(
+            files=_parse_files(args.file),
+            env=_parse_env(args.env),
+            queue=args.queue,
+            name=args.name,
+            pip_packages=list(args.pip),
+            file_systems=list(args.file_system),
+            nb_retries=nb_retries,
+            pyenv_archive=args.archive,
+            detach=args.detach,
+        )
+    except SpecError as exc:
+        raise UsageError(f"%%tfyarn: {exc}") from None
+    return LaunchArgs(task_specs=specs, options=options, fn=args.fn, wait=args.wait,
+                      var=args.var)  # fmt: skip
+
+
+def _parse_topology(args: Any) -> dict[str, TaskSpec]:
+    """The task specs of a parsed line: resources, gpu labels, and the topology's rules."""
     gpu = {t.strip() for t in args.gpu.split(",") if t.strip()}
     unknown = gpu - set(TASK_TYPES)
     if unknown:
@@ -140,34 +173,7 @@ def parse_launch(line: str) -> LaunchArgs:
     except SpecError as exc:
         flag = "--ps" if "ps" in str(exc) else "--chief"
         raise UsageError(f"%%tfyarn {flag}: {exc}") from None
-    try:  # isdecimal(), not isdigit(): int() refuses superscripts; and it caps the digits
-        nb_retries = int(args.retries) if args.retries.isdecimal() else -1
-    except ValueError:
-        nb_retries = -1
-    if nb_retries < 0:
-        raise UsageError(f"%%tfyarn --retries {args.retries!r}: expected a whole number >= 0")
-    if args.var is not None and not args.var.isidentifier():
-        raise UsageError(f"%%tfyarn --var {args.var!r}: not a Python name")
-    if not args.fn.isidentifier():
-        raise UsageError(f"%%tfyarn --fn {args.fn!r}: not a Python name")
-    if args.wait and args.detach:
-        raise UsageError("%%tfyarn: --wait and --detach exclude each other")
-    try:
-        options = LaunchOptions(
-            files=_parse_files(args.file),
-            env=_parse_env(args.env),
-            queue=args.queue,
-            name=args.name,
-            pip_packages=list(args.pip),
-            file_systems=list(args.file_system),
-            nb_retries=nb_retries,
-            pyenv_archive=args.archive,
-            detach=args.detach,
-        )
-    except SpecError as exc:
-        raise UsageError(f"%%tfyarn: {exc}") from None
-    return LaunchArgs(task_specs=specs, options=options, fn=args.fn, wait=args.wait,
-                      var=args.var)  # fmt: skip
+    return specs
 
 
 def _parse_files(items: list[str]) -> dict[str, Path]:
