@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .options import LaunchOptions
 from .packing import PackingError
 from .run import Run, RunFailed, RunResult, attach, run_on_yarn, submit
-from .spec import Experiment, NodeLabel, SpecError, TaskSpec
+from .spec import Experiment, KerasExperiment, NodeLabel, SpecError, TaskSpec
 
 try:
     __version__ = version("tfyarn_jupyter")
@@ -19,6 +19,7 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 
 __all__ = [
     "Experiment",
+    "KerasExperiment",
     "LaunchOptions",
     "NodeLabel",
     "PackingError",

@@ -24,13 +24,15 @@ from typing import Any
 import cloudpickle
 import skein
 
-from . import cluster, filesystem, packing
+from . import cluster, filesystem, packing, program
 from .contract import ENV_DIR, ENV_TAR, OVERLAY, PAYLOAD, SOURCES, TaskContract
 from .options import LaunchOptions
 from .spec import SpecError, TaskSpec
 
 #: Where the nodes' interpreter is, for a ``pyenv_archive`` built elsewhere.
 INTERPRETER_VAR = "TFYARN_INTERPRETER"
+#: The container side's entry point.
+TASK_MODULE = "tfyarn_jupyter.tasks"
 
 
 def serialise(experiment_fn: Callable[[], Any]) -> bytes:
@@ -85,13 +87,36 @@ def acls_for(user: str, acls: skein.ACLs | Mapping[str, Sequence[str]]) -> skein
     )
 
 
-def service_script(interpreter: str, pythonpath: Sequence[str]) -> str:
-    """The container's script: ``service.sh`` after the two lines that give it its inputs."""
+def service_script(
+    interpreter: str,
+    pythonpath: Sequence[str],
+    task_module: str = TASK_MODULE,
+    pre_script_hook: str | None = None,
+) -> str:
+    """The container's script: ``service.sh`` after the lines that give it its inputs."""
     body = package_files("tfyarn_jupyter").joinpath("service.sh").read_text()
+    hook = f"tfyarn_pre_script_hook() {{\n{pre_script_hook}\n}}\n" if pre_script_hook else ""
     return (
         f"TFYARN_BASE_PYTHON={shlex.quote(interpreter)}\n"
-        f"TFYARN_PYTHONPATH={shlex.quote(':'.join(pythonpath))}\n{body}"
+        f"TFYARN_PYTHONPATH={shlex.quote(':'.join(pythonpath))}\n"
+        f"TFYARN_TASK_MODULE={shlex.quote(task_module)}\n{hook}{body}"
     )
+
+
+def check_program(
+    experiment_fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], options: LaunchOptions
+) -> str:
+    """Refuse a program the shipped TensorFlow cannot run on this topology; return its kind."""
+    if options.mode == "function":
+        return program.FUNCTION
+    kind = program.program_kind(experiment_fn)
+    program.check_estimator(kind, program.tensorflow_version())
+    if kind == program.ESTIMATOR and "worker" in task_specs and "ps" not in task_specs:
+        raise SpecError(
+            'an Estimator experiment trains with workers through a "ps": add "ps": '
+            "TaskSpec(...), or return a KerasExperiment for all-reduce training"
+        )
+    return kind
 
 
 def task_env(options: LaunchOptions, contract: TaskContract) -> dict[str, str]:
@@ -199,11 +224,12 @@ def prepare(
     """Everything up to submission: checks, payload, environment, the skein spec."""
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
+    check_program(experiment_fn, task_specs, options)
     staged = _stage(experiment_fn, options)
     phases["validate"] = time.perf_counter() - t0
     try:
         report, archive, interpreter = _environment(options, phases)
-        client = _timed(phases, "client", cluster.get_client)
+        client = options.skein_client or _timed(phases, "client", cluster.get_client)
         _timed(
             phases, "queue_check", lambda: cluster.check_queue(client, options.queue, task_specs)
         )
@@ -215,9 +241,10 @@ def prepare(
         raise
     topology = {t: s.instances for t, s in task_specs.items()}
     contract = options.contract(topology, env_key=report.key if report else "")
-    spec = application_spec(
-        task_specs, options, contract, shipped, service_script(interpreter, pythonpath)
+    script = service_script(
+        interpreter, pythonpath, options.custom_task_module or TASK_MODULE, options.pre_script_hook
     )
+    spec = application_spec(task_specs, options, contract, shipped, script)
     return Prepared(spec, dict(task_specs), contract, phases, report, staged.workdir)
 
 

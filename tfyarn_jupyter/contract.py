@@ -45,6 +45,10 @@ PEER_TIMEOUT_VAR = "TFYARN_PEER_TIMEOUT"
 HEARTBEAT_TIMEOUT_VAR = "TFYARN_HEARTBEAT_TIMEOUT"
 ACK_TIMEOUT_VAR = "TFYARN_ACK_TIMEOUT"
 ENV_KEY_VAR = "TFYARN_ENV_KEY"
+MODE_VAR = "TFYARN_MODE"
+#: What a task runs: the Experiment (or KerasExperiment) ``experiment_fn`` returns, or the
+#: function itself in every task (tf-yarn's ``tf_yarn.distributed``).
+MODES = ("experiment", "function")
 #: Settable on the nodes' side only: where unpacked environments are cached, how many kept.
 NODE_ENV_CACHE_VAR = "TFYARN_ENV_CACHE"
 NODE_ENV_KEEP_VAR = "TFYARN_ENV_KEEP"
@@ -82,6 +86,7 @@ class TaskContract:
     ack_timeout_s: float = ACK_TIMEOUT_S
     #: The environment's key, when the client shipped its own tar (see ``ENV_TAR``).
     env_key: str = ""
+    mode: str = "experiment"
 
     def __post_init__(self) -> None:
         if not self.topology or any(n < 0 for n in self.topology.values()):
@@ -91,6 +96,8 @@ class TaskContract:
                 raise ContractError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.attempt < 0:
             raise ContractError(f"attempt must be >= 0, got {self.attempt}")
+        if self.mode not in MODES:
+            raise ContractError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
 
     def to_env(self) -> dict[str, str]:
         """The contract as environment variables for the tasks."""
@@ -100,6 +107,7 @@ class TaskContract:
             PEER_TIMEOUT_VAR: repr(float(self.peer_timeout_s)),
             HEARTBEAT_TIMEOUT_VAR: repr(float(self.heartbeat_timeout_s)),
             ACK_TIMEOUT_VAR: repr(float(self.ack_timeout_s)),
+            MODE_VAR: self.mode,
         }
         if self.env_key:
             env[ENV_KEY_VAR] = self.env_key
@@ -125,6 +133,7 @@ class TaskContract:
             heartbeat_timeout_s=seconds(HEARTBEAT_TIMEOUT_VAR, 0.0),
             ack_timeout_s=seconds(ACK_TIMEOUT_VAR, ACK_TIMEOUT_S),
             env_key=env.get(ENV_KEY_VAR, ""),
+            mode=env.get(MODE_VAR, "experiment"),
         )
 
     def with_attempt(self, attempt: int) -> TaskContract:

@@ -9,6 +9,10 @@ value is a small JSON object with the time it happened. Keys:
     address this task serves TensorFlow on), ``start``, ``train_start``,
     ``train_stop``, ``eval_start``, ``eval_stop``, and ``stop`` (the task ended;
     ``traceback`` is empty on success).
+``progress/<type:index>``
+    A trainer's latest ``step``, ``steps_per_s`` and ``loss`` (and other
+    training metrics), overwritten in place at most every 2 s: one key per
+    task, however long the run, so the store stays small.
 ``metrics/<global step, zero-padded>``
     One evaluation's results, published by the evaluator as it computes them.
 ``client/heartbeat``
@@ -57,6 +61,10 @@ def task_key(task: str, kind: str) -> str:
     return f"task/{task}/{kind}"
 
 
+def progress_key(task: str) -> str:
+    return f"progress/{task}"
+
+
 def metrics_key(step: int) -> str:
     return f"metrics/{int(step):012d}"
 
@@ -96,6 +104,7 @@ class Events:
 
     tasks: dict[str, dict[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
     metrics: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    progress: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     heartbeat: float | None = None
     detached: bool = False
     acked: set[str] = dataclasses.field(default_factory=set)
@@ -121,6 +130,8 @@ def parse(kv: Mapping[str, bytes]) -> Events:
         parts = key.split("/")
         if parts[0] == "task" and len(parts) == 3 and parts[2] in TASK_KINDS:
             ev.tasks.setdefault(parts[1], {})[parts[2]] = decode(kv[key])
+        elif parts[0] == "progress" and len(parts) == 2:
+            ev.progress[parts[1]] = decode(kv[key])
         elif parts[0] == "metrics" and len(parts) == 2:
             m = decode(kv[key])
             if "step" in m:

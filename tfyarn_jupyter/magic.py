@@ -78,6 +78,9 @@ def _args_decorators(func: Any) -> Any:
                  help="the function the cell defines (default experiment_fn)"),
         argument("--archive", default=None, metavar="PATH",
                  help="a pre-built environment archive (local path or hdfs://)"),
+        argument("--function", action="store_true",
+                 help="run the cell's function itself in every task (with TF_CONFIG, RANK, "
+                      "WORLD_SIZE, MASTER_ADDR set) instead of the Experiment it returns"),
         argument("--wait", action="store_true",
                  help="block until the run ends; interrupting the kernel cancels it"),
         argument("--detach", action="store_true",
@@ -134,6 +137,7 @@ def parse_launch(line: str) -> LaunchArgs:
             nb_retries=nb_retries,
             pyenv_archive=args.archive,
             detach=args.detach,
+            mode="function" if args.function else "experiment",
         )
     except SpecError as exc:
         raise UsageError(f"%%tfyarn: {exc}") from None

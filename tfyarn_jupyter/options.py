@@ -19,6 +19,15 @@ from . import contract
 from .spec import SpecError
 
 ACL_KINDS = ("view", "modify", "ui")
+MODES = ("experiment", "function")
+#: tf-yarn's task modules that mean "run the function in every task" here.
+FUNCTION_TASK_MODULES = frozenset({"tf_yarn.distributed.task", "tfyarn_jupyter.distributed"})
+#: tf-yarn keywords with another name or no counterpart here, and what to use instead.
+_RENAMED = {"pyenv_zip_path": "pyenv_archive"}
+_REFUSED = {
+    "eval_monitor_log_thresholds": "the evaluator's metrics are in RunResult.metrics, the "
+    "panel and the run's log; filter them there",
+}
 _COLLECTIONS = frozenset({"files", "env", "pip_packages", "file_systems", "acls", "source_roots"})
 
 
@@ -105,6 +114,15 @@ class LaunchOptions:
     detach: bool = False
     source_roots: Mapping[str, Path] = dataclasses.field(default_factory=dict)
     peer_timeout_s: float = contract.PEER_TIMEOUT_S
+    #: "experiment": ``experiment_fn`` returns an Experiment or KerasExperiment; "function":
+    #: the function itself runs in every task (tf-yarn's ``tf_yarn.distributed`` mode).
+    mode: str = "experiment"
+    #: A module run with ``python -m`` in each container instead of tfyarn's own task.
+    custom_task_module: str | None = None
+    #: Shell commands run in each container before the task starts (tf-yarn's).
+    pre_script_hook: str | None = None
+    #: A skein client to submit with instead of this process's own.
+    skein_client: skein.Client | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -119,10 +137,41 @@ class LaunchOptions:
         set_(self, "source_roots", dict(self.source_roots or {}))
         if not isinstance(self.peer_timeout_s, (int, float)) or self.peer_timeout_s < 1:
             raise SpecError(f"peer_timeout_s must be >= 1 second, got {self.peer_timeout_s!r}")
+        self._check_program()
+
+    def _check_program(self) -> None:
+        module = self.custom_task_module
+        if module in FUNCTION_TASK_MODULES:
+            object.__setattr__(self, "mode", "function")
+            object.__setattr__(self, "custom_task_module", None)
+        elif module is not None and not (
+            isinstance(module, str) and all(p.isidentifier() for p in module.split("."))
+        ):
+            raise SpecError(f"custom_task_module must be a module name, got {module!r}")
+        if self.mode not in MODES:
+            raise SpecError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.pre_script_hook is not None and not isinstance(self.pre_script_hook, str):
+            raise SpecError(f"pre_script_hook must be shell commands, got {self.pre_script_hook!r}")
+        if self.pyenv_archive is not None and not isinstance(self.pyenv_archive, str):
+            raise SpecError(
+                f"pyenv_archive (tf-yarn's pyenv_zip_path) must be one archive path for every "
+                f"node label, got {type(self.pyenv_archive).__name__}"
+            )
 
     @classmethod
     def from_keywords(cls, keywords: Mapping[str, Any]) -> LaunchOptions:
         """Build from ``submit``'s keywords; an unknown keyword names the ones there are."""
+        keywords = dict(keywords)
+        for name, why in _REFUSED.items():
+            if keywords.get(name) is not None:
+                raise SpecError(f"{name} is not supported: {why}")
+            keywords.pop(name, None)
+        for old, new in _RENAMED.items():
+            if old in keywords:
+                if keywords.get(new) is not None and keywords[old] is not None:
+                    raise SpecError(f"give {new} or its tf-yarn name {old}, not both")
+                value = keywords.pop(old)
+                keywords.setdefault(new, value)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(keywords) - known)
         if unknown:
@@ -143,6 +192,7 @@ class LaunchOptions:
             )
         return contract.TaskContract(
             topology=dict(topology),
+            mode=self.mode,
             peer_timeout_s=float(self.env.get(contract.PEER_TIMEOUT_VAR, self.peer_timeout_s)),
             heartbeat_timeout_s=heartbeat,
             env_key=env_key,

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
-import json
+import logging
 import threading
 import time
 import weakref
@@ -21,43 +20,22 @@ from typing import Any
 
 import skein
 
-from . import appspec, cluster, contract, filesystem, packing
+from . import appspec, cluster, contract, packing
 from .options import LaunchOptions
+from .result import (
+    RunFailed,
+    RunResult,
+    event_log_path,
+    failure_of,
+    make_result,
+    read_event_log,
+    write_event_log,
+)
 from .spec import TaskSpec, validate_task_specs
-from .state import ENDED_APP, Failure, RunStatus, redact_env
+from .state import ENDED_APP, RunStatus, changes, redact_env
 from .status import StatusSource, app_info, task_specs_of
 
-
-class RunFailed(RuntimeError):
-    """A run ended without success; carries the failing task and its remote traceback."""
-
-    def __init__(self, message: str, *, task: str = "", traceback: str = "", status=None):
-        super().__init__(message)
-        self.task = task
-        self.traceback = traceback
-        self.status = status
-
-
-@dataclasses.dataclass
-class RunResult:
-    """What a finished run reports: per-task status and durations, metrics, where logs are."""
-
-    app_id: str
-    final_status: str
-    tasks: dict[str, dict[str, Any]]
-    metrics: dict[str, Any]
-    training_time_s: float
-    eval_time_s: float
-    duration_s: float
-    attempts: list[str]
-    logs: str
-
-    def __repr__(self) -> str:
-        return (
-            f"RunResult(app_id={self.app_id!r}, final_status={self.final_status!r}, "
-            f"metrics={self.metrics!r}, duration_s={self.duration_s})"
-        )
-
+logger = logging.getLogger("tfyarn_jupyter")
 
 _live_runs: weakref.WeakSet[Run] = weakref.WeakSet()
 
@@ -172,7 +150,10 @@ class Run:
     def advance(self) -> RunStatus:
         """The driver step: read, acknowledge ended tasks, keep the event log, retry a failure."""
         with self._lock:
+            prev = self._source.last
             st = self.status()
+            for line in changes(prev, st):
+                logger.info(line)
             self._source.acknowledge()
             if st.ended and st.app.app_id not in self._persisted:
                 self._persisted.add(st.app.app_id)
@@ -183,19 +164,7 @@ class Run:
             return st
 
     def _persist(self, st: RunStatus) -> None:
-        """Keep the run's history (states, times, tracebacks, metrics) on HDFS, owner-only."""
-        record = {
-            "version": 1,
-            "status": st.to_dict(),
-            "task_specs": {t: s.to_dict() for t, s in self.task_specs.items()},
-            "events": {"tasks": self._source.events.tasks},
-            "attempts": list(self.attempts),
-            "env": self._env,
-        }
-        with contextlib.suppress(Exception):
-            filesystem.write_bytes(
-                event_log_path(st.app.app_id), json.dumps(record).encode(), permission="600"
-            )
+        write_event_log(st, self.task_specs, self._source.events, self.attempts, self._env)
 
     def _retry(self) -> None:
         assert self._prepared is not None
@@ -216,38 +185,9 @@ class Run:
                 raise TimeoutError(f"{self.app_id} still {st.app.state} after {timeout}s")
             time.sleep(interval)
         self._heartbeat_stop.set()
-        result = self._make_result(st)
+        self._result = make_result(st, self._source.events, self.attempts)
         if not st.succeeded:
-            failure = st.failure or Failure("", "")
-            tb = failure.traceback or st.app.diagnostics
-            where = f" in task {failure.task}" if failure.task else ""
-            raise RunFailed(
-                f"{self.app_id} ended {st.app.state}/{st.app.final_status}{where}:\n{tb}",
-                task=failure.task,
-                traceback=tb,
-                status=st,
-            )
-        return result
-
-    def _make_result(self, st: RunStatus) -> RunResult:
-        ev = self._source.events
-
-        def span(task: str, a: str, b: str) -> float:
-            d = ev.task(task)
-            return round(d[b]["t"] - d[a]["t"], 2) if a in d and b in d else 0.0
-
-        summary = st.summary() or {}
-        self._result = RunResult(
-            app_id=self.app_id,
-            final_status=summary.get("final_status", st.app.final_status),
-            tasks=summary.get("tasks", {}),
-            metrics=dict(st.metrics[-1]) if st.metrics else {},
-            training_time_s=span("chief:0", "train_start", "train_stop"),
-            eval_time_s=span("evaluator:0", "eval_start", "eval_stop"),
-            duration_s=summary.get("duration_s", 0.0),
-            attempts=list(self.attempts),
-            logs=f"yarn logs -applicationId {self.app_id}",
-        )
+            raise failure_of(st, self.app_id)
         return self._result
 
     @property
@@ -306,6 +246,7 @@ def submit(
         prep.workdir.cleanup()
     run = Run(client, app_id, prep.task_specs, prepared=prep, nb_retries=opts.nb_retries,
               detached=opts.detach, heartbeat=not opts.detach, env=opts.env)  # fmt: skip
+    logger.info("submitted %s to queue %s (%s)", app_id, opts.queue, opts.name)
     if opts.detach:
         with contextlib.suppress(Exception):
             run.source.mark_detached()
@@ -325,17 +266,6 @@ def run_on_yarn(
     except KeyboardInterrupt:
         run.cancel()
         raise
-
-
-def event_log_path(app_id: str) -> str:
-    return f"{filesystem.home()}/.tfyarn/runs/{app_id}.json"
-
-
-def read_event_log(app_id: str) -> dict[str, Any] | None:
-    try:
-        return json.loads(filesystem.read_bytes(event_log_path(app_id)))
-    except filesystem.HdfsError:
-        return None
 
 
 def attach(app_id: str) -> Run:

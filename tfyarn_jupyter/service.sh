@@ -4,6 +4,8 @@
 # Inputs, set by the lines appspec.py puts before this text:
 #   TFYARN_BASE_PYTHON  the interpreter the shipped virtual environment runs on
 #   TFYARN_PYTHONPATH   ':'-separated entries (relative to the container's folder)
+#   TFYARN_TASK_MODULE  the module each task runs (tfyarn_jupyter.tasks, or the user's)
+# and, where the user gave a pre_script_hook, a function tfyarn_pre_script_hook.
 # and from the container's environment (tfyarn_jupyter/contract.py):
 #   TFYARN_ENV_KEY      the environment's key, when ./env.tar is shipped
 #   TFYARN_ENV_CACHE    where a node keeps unpacked environments (default: per user in TMPDIR)
@@ -67,12 +69,20 @@ evict_envs() {
 
 if [ -f ./env.tar ]; then unpack_env; fi
 
+# Temporary files (TensorFlow's autograph modules among them) go in the container's
+# folder, which YARN deletes, never in the node's /tmp.
+mkdir -p ./tmp && export TMPDIR="$PWD/tmp"
+
+if declare -F tfyarn_pre_script_hook >/dev/null; then
+  tfyarn_pre_script_hook || { echo "tfyarn: pre_script_hook failed ($?)" >&2; exit 1; }
+fi
+
 export PYTHONPATH="$TFYARN_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"
-./env/bin/python -u -m tfyarn_jupyter.tasks
+./env/bin/python -u -m "${TFYARN_TASK_MODULE:-tfyarn_jupyter.tasks}"
 rc=$?
 # A process killed from outside (kill -9, the OOM killer) reports nothing itself;
 # 143 is YARN stopping the container (SIGTERM), which is not the task's failure.
-if [ $rc -ne 0 ] && [ $rc -ne 143 ]; then
+if [ $rc -ne 0 ] && [ $rc -ne 143 ] && [ "${TFYARN_TASK_MODULE:-tfyarn_jupyter.tasks}" = tfyarn_jupyter.tasks ]; then
   ./env/bin/python -m tfyarn_jupyter.tasks --exited $rc || true
 fi
 exit $rc

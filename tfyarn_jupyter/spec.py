@@ -46,6 +46,24 @@ class Experiment(NamedTuple):
     eval_spec: Any
 
 
+class KerasExperiment(NamedTuple):
+    """What ``experiment_fn`` returns for Keras: a compiled model and how to fit it (tf-yarn's).
+
+    ``experiment_fn`` is called inside the distribution strategy's scope in
+    each task, so the model is built there. ``train_params`` go to
+    ``model.fit``; ``input_data_fn``/``target_data_fn`` give ``x``/``y`` (or
+    ``input_data_fn`` a dataset with both); ``validation_data_fn`` what the
+    evaluator evaluates each checkpoint on. ``model_dir`` may be ``hdfs://``.
+    """
+
+    model: Any
+    model_dir: str
+    train_params: dict
+    input_data_fn: Any = None
+    target_data_fn: Any = None
+    validation_data_fn: Any = None
+
+
 # ASCII only: case-insensitive Unicode matching lets a Kelvin sign stand for "k".
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$", re.IGNORECASE | re.ASCII)
 _UNIT_MIB = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
@@ -73,31 +91,73 @@ def parse_memory(value: int | str) -> int:
     return mib
 
 
+_FIELDS = ("memory", "vcores", "instances", "nb_proc_per_worker", "label",
+           "tb_termination_timeout_seconds", "tb_model_dir", "tb_extra_args")  # fmt: skip
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"{name} must be an int, got {value!r}")
+    if value <= 0:
+        raise SpecError(f"{name} must be positive, got {value}")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """Resources of one task type: memory (MiB), vcores, instances and node label."""
+    """Resources of one task type: memory (MiB), vcores, instances and node label.
+
+    The fields and their positional order are tf-yarn's. ``nb_proc_per_worker``
+    must be 1 (run more ``instances`` instead); the ``tb_*`` fields belong to
+    tf-yarn's ``tensorboard`` task type and are kept as given.
+    """
 
     memory: int
     vcores: int
     instances: int = 1
+    nb_proc_per_worker: int = 1
     label: NodeLabel = NodeLabel.CPU
+    tb_termination_timeout_seconds: int = -1
+    tb_model_dir: str | None = None
+    tb_extra_args: str | None = None
 
     def __init__(
         self,
         memory: int | str,
         vcores: int,
         instances: int = 1,
+        nb_proc_per_worker: int = 1,
         label: NodeLabel | str = NodeLabel.CPU,
+        tb_termination_timeout_seconds: int = -1,
+        tb_model_dir: str | None = None,
+        tb_extra_args: str | None = None,
     ) -> None:
-        for name, value in (("vcores", vcores), ("instances", instances)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise SpecError(f"{name} must be an int, got {value!r}")
-            if value <= 0:
-                raise SpecError(f"{name} must be positive, got {value}")
-        object.__setattr__(self, "memory", parse_memory(memory))
-        object.__setattr__(self, "vcores", vcores)
-        object.__setattr__(self, "instances", instances)
-        object.__setattr__(self, "label", NodeLabel.parse(label))
+        if isinstance(nb_proc_per_worker, (NodeLabel, str)):
+            raise SpecError(
+                f"TaskSpec's fourth argument is nb_proc_per_worker (tf-yarn's order), got "
+                f"{nb_proc_per_worker!r}: pass the node label as label="
+            )
+        set_ = object.__setattr__
+        set_(self, "vcores", _positive_int("vcores", vcores))
+        set_(self, "instances", _positive_int("instances", instances))
+        if _positive_int("nb_proc_per_worker", nb_proc_per_worker) != 1:
+            raise SpecError(
+                f"nb_proc_per_worker={nb_proc_per_worker}: one process per container here; "
+                "ask for more instances instead (e.g. TaskSpec(..., instances=4))"
+            )
+        set_(self, "nb_proc_per_worker", 1)
+        set_(self, "memory", parse_memory(memory))
+        set_(self, "label", NodeLabel.parse(label))
+        if isinstance(tb_termination_timeout_seconds, bool) or not isinstance(
+            tb_termination_timeout_seconds, int
+        ):
+            raise SpecError(f"tb_termination_timeout_seconds must be an int, got "
+                            f"{tb_termination_timeout_seconds!r}")  # fmt: skip
+        set_(self, "tb_termination_timeout_seconds", tb_termination_timeout_seconds)
+        for name, value in (("tb_model_dir", tb_model_dir), ("tb_extra_args", tb_extra_args)):
+            if value is not None and not isinstance(value, str):
+                raise SpecError(f"{name} must be a string, got {value!r}")
+            set_(self, name, value)
 
     _FORM = re.compile(
         r"^(?P<mem>\d+(?:\.\d+)?[KMGT]?i?B?)/(?P<vcores>\d+)(?:x(?P<n>\d+))?(?P<gpu>@gpu)?$",
@@ -118,19 +178,19 @@ class TaskSpec:
             vcores, instances = int(m.group("vcores")), int(m.group("n") or 1)
         except ValueError:  # more digits than int() converts
             raise SpecError(f"{text!r}: vcores or instances too large") from None
-        return cls(m.group("mem"), vcores, instances, label)
+        return cls(m.group("mem"), vcores, instances, label=label)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "memory": self.memory,
-            "vcores": self.vcores,
-            "instances": self.instances,
-            "label": self.label.value,
-        }
+        """Plain data (``label`` as its value), omitting the ``tb_*`` fields left at default."""
+        d = {f: getattr(self, f) for f in _FIELDS}
+        d["label"] = self.label.value
+        defaults = {"nb_proc_per_worker": 1, "tb_termination_timeout_seconds": -1,
+                    "tb_model_dir": None, "tb_extra_args": None}  # fmt: skip
+        return {k: v for k, v in d.items() if k not in defaults or v != defaults[k]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskSpec:
-        unknown = set(d) - {"memory", "vcores", "instances", "label"}
+        unknown = set(d) - set(_FIELDS)
         if unknown:
             raise SpecError(f"unknown TaskSpec field(s): {', '.join(sorted(unknown))}")
         return cls(**d)
@@ -144,11 +204,19 @@ class TaskSpec:
 def validate_task_specs(task_specs: Mapping[str, TaskSpec]) -> dict[str, TaskSpec]:
     """Check a topology; return it in panel order.
 
-    Exactly one chief, at most one evaluator, and workers only with at
-    least one ps (the estimator's parameter-server strategy needs one).
+    Something trains (a chief, or workers of which worker 0 acts as chief), at
+    most one chief and one evaluator, and a ps only beside a chief (which
+    coordinates parameter-server training). Which program runs on which
+    topology (an Estimator needs a ps beside workers) is the strategy table's
+    rule, in :mod:`~tfyarn_jupyter.contract`.
     """
     if not isinstance(task_specs, Mapping) or not task_specs:
         raise SpecError('task_specs must be a non-empty dict such as {"chief": TaskSpec(...)}')
+    if "tensorboard" in task_specs:
+        raise SpecError(
+            "the 'tensorboard' task type is not supported yet: run TensorBoard on the "
+            "model_dir yourself (tensorboard --logdir <model_dir>)"
+        )
     unknown = [t for t in task_specs if t not in TASK_TYPES]
     if unknown:
         raise SpecError(
@@ -158,15 +226,21 @@ def validate_task_specs(task_specs: Mapping[str, TaskSpec]) -> dict[str, TaskSpe
         if not isinstance(spec, TaskSpec):
             raise SpecError(f"task_specs[{name!r}] must be a TaskSpec, got {type(spec).__name__}")
     chief = task_specs.get("chief")
-    if chief is None:
-        raise SpecError('a run needs exactly one "chief" task: add "chief": TaskSpec(...)')
-    if chief.instances != 1:
+    if chief is None and "worker" not in task_specs:
+        raise SpecError(
+            'a run needs something that trains: add "chief": TaskSpec(...) '
+            '(or "worker" tasks, of which worker 0 acts as chief)'
+        )
+    if chief is not None and chief.instances != 1:
         raise SpecError(f"a run needs exactly one chief, got instances={chief.instances}")
     evaluator = task_specs.get("evaluator")
     if evaluator is not None and evaluator.instances != 1:
         raise SpecError(f"a run takes at most one evaluator, got instances={evaluator.instances}")
-    if "worker" in task_specs and "ps" not in task_specs:
-        raise SpecError('workers need at least one "ps" task: add "ps": TaskSpec(...)')
+    if "ps" in task_specs and chief is None:
+        raise SpecError(
+            'a "ps" needs a "chief" to coordinate parameter-server training: add '
+            '"chief": TaskSpec(...), or drop the ps for all-reduce training between workers'
+        )
     return {t: task_specs[t] for t in TASK_TYPES if t in task_specs}
 
 

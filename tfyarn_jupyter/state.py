@@ -108,6 +108,9 @@ class RunStatus:
     metrics: list[dict[str, Any]]
     failure: Failure | None
     attempt: int = 0
+    #: Each trainer's latest progress as it reports it (``"chief:0"`` ->
+    #: ``{"step", "steps_per_s", "loss", "t", ...}``).
+    progress: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -145,6 +148,7 @@ class RunStatus:
             metrics=list(d.get("metrics", [])),
             failure=Failure(**failure) if failure else None,
             attempt=d.get("attempt", 0),
+            progress=dict(d.get("progress", {})),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,6 +161,7 @@ class RunStatus:
             "failure": dataclasses.asdict(self.failure) if self.failure else None,
             "summary": self.summary(),
             "attempt": self.attempt,
+            "progress": {t: dict(p) for t, p in self.progress.items()},
         }
 
 
@@ -236,6 +241,7 @@ def derive(
         metrics=list(events.metrics),
         failure=first_failure(tasks, events, app),
         attempt=attempt,
+        progress={t: dict(p) for t, p in events.progress.items()},
     )
 
 
@@ -284,3 +290,28 @@ def first_failure(tasks: Sequence[TaskState], events: Events, app: AppInfo) -> F
         named = [t.task for t in tasks if m and t.type == m.group(1)]
         return Failure(named[0] if len(named) == 1 else "", app.diagnostics)
     return None
+
+
+def changes(prev: RunStatus | None, new: RunStatus) -> list[str]:
+    """What a user should hear about between two snapshots: states, evaluations, the end."""
+    out = []
+    app = new.app
+    if prev is None or prev.app.state != app.state or prev.app.app_id != app.app_id:
+        url = f": {app.tracking_url}" if app.tracking_url and app.state == "RUNNING" else ""
+        out.append(f"{app.app_id} {app.state}{url}")
+    before = {t.task: t.state for t in prev.tasks} if prev else {}
+    for t in new.tasks:
+        if before.get(t.task, "requested") != t.state:
+            where = f" on {t.node}" if t.node and t.state == "running" else ""
+            out.append(f"{app.app_id} {t.task} {t.state}{where}")
+    seen = {m.get("step") for m in prev.metrics} if prev else set()
+    for m in new.metrics:
+        if m.get("step") not in seen:
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in sorted(m.items()) if k not in ("t", "step"))  # fmt: skip
+            out.append(f"{app.app_id} evaluation at step {m.get('step')}: {shown}")
+    if new.ended and not (prev and prev.ended):
+        final = (new.summary() or {}).get("final_status", app.final_status)
+        why = f" ({new.failure.task or 'application'} failed)" if new.failure else ""
+        out.append(f"{app.app_id} ended {final}{why}")
+    return out

@@ -77,7 +77,7 @@ def task_specs_of(client: skein.Client, app_id: str) -> dict[str, TaskSpec]:
             svc.resources.memory,
             svc.resources.vcores,
             svc.instances,
-            NodeLabel.parse(svc.node_label or ""),
+            label=NodeLabel.parse(svc.node_label or ""),
         )
         for name, svc in spec.services.items()
     }

@@ -45,8 +45,9 @@ def container(tmp_path):
     env_tar(folder / contract.ENV_TAR)
     calls = tmp_path / "calls"
 
-    def run(interpreter="/bin/sh", task_exit=0, folder=folder, **env):
-        script = appspec.service_script(interpreter, [".", contract.SOURCES])
+    def run(interpreter="/bin/sh", task_exit=0, folder=folder, module=appspec.TASK_MODULE,
+            hook=None, **env):  # fmt: skip
+        script = appspec.service_script(interpreter, [".", contract.SOURCES], module, hook)
         (folder / ".skein.sh").write_text(script)
         full_env = {"PATH": os.environ["PATH"], "CALLS": str(calls), "TASK_EXIT": str(task_exit),
                     contract.NODE_ENV_CACHE_VAR: str(tmp_path / "cache"),
@@ -76,6 +77,31 @@ def test_the_script_unpacks_the_env_once_per_node_links_it_and_runs_the_task(con
     proc, _ = run(folder=other)
     assert proc.returncode == 0, proc.stderr
     assert (cached / ".tfyarn-unpacked").stat().st_mtime_ns == stamp
+
+
+def test_the_pre_script_hook_runs_first_and_its_failure_stops_the_task(container):
+    folder, run = container
+    proc, calls = run(hook='echo "$PWD" > hook.out')
+    assert proc.returncode == 0, proc.stderr
+    assert (folder / "hook.out").read_text().strip() == str(folder)
+    assert len(calls) == 1
+    proc, calls = run(hook="false")
+    assert proc.returncode == 1 and "pre_script_hook failed" in proc.stderr
+    assert calls == []
+
+
+def test_temporary_files_go_in_the_container_folder(container):
+    folder, run = container
+    proc, _ = run(hook='echo "$TMPDIR" > tmpdir.out')
+    assert proc.returncode == 0, proc.stderr
+    assert (folder / "tmpdir.out").read_text().strip() == str(folder / "tmp")
+
+
+def test_a_custom_task_module_runs_instead_and_has_no_exit_report(container):
+    _, run = container
+    proc, calls = run(module="my_pkg.my_task", task_exit=3)
+    assert proc.returncode == 3
+    assert calls == [".:tfyarn_sources.zip|-u -m my_pkg.my_task"]
 
 
 def test_a_failing_task_is_reported_by_the_exit_hook_but_yarns_sigterm_is_not(container):

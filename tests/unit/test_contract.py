@@ -21,6 +21,7 @@ FULL = TaskContract(
     heartbeat_timeout_s=20.0,
     ack_timeout_s=3.0,
     env_key="ab12cd",
+    mode="function",
 )
 
 

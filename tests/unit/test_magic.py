@@ -37,6 +37,12 @@ def test_workers_and_ps_take_an_instance_count():
     assert args.task_specs["ps"].memory == 512
 
 
+def test_workers_without_a_ps_parse_for_all_reduce_training():
+    args = parse_launch("--worker 2G/4x2")
+    assert list(args.task_specs) == ["chief", "worker"]
+    assert args.task_specs["worker"].instances == 2
+
+
 def test_gpu_option_labels_only_the_named_types():
     args = parse_launch("--worker 1G/1x2 --ps 1G/1 --gpu chief,worker --queue ml-gpu")
     assert args.task_specs["chief"].label is NodeLabel.GPU
@@ -71,7 +77,6 @@ def test_file_takes_an_optional_target(tmp_path):
         ("--chief 2X/4", "--chief"),
         ("--chief 0G/1", "--chief"),
         ("--worker x-3 --ps 1G/1", "--worker"),
-        ("--worker 2G/4x8", "--ps"),
         ("--evaluator 1G/1x2", "--evaluator"),
         ("--chief 1G/1x2", "--chief"),
         ("--gpu chief,gpuworker", "--gpu"),
@@ -249,3 +254,8 @@ def test_structured_topologies_parse_or_name_the_offending_task_type(
         assert spec.label is (NodeLabel.GPU if ttype in gpu else NodeLabel.CPU)
     # The chief default fills in when the line names none.
     assert "chief" in args.task_specs
+
+
+def test_function_flag_runs_the_cell_function_in_every_task():
+    assert parse_launch("--worker 1G/1x2 --function").options.mode == "function"
+    assert parse_launch("--worker 1G/1x2").options.mode == "experiment"

@@ -90,3 +90,31 @@ def test_files_are_resolved_against_the_current_folder(tmp_path, monkeypatch):
     (tmp_path / "m.py").write_text("")
     monkeypatch.chdir(tmp_path)
     assert LaunchOptions(files={"m.py": "m.py"}).files["m.py"] == Path(tmp_path / "m.py")
+
+
+def test_tf_yarn_keywords_are_accepted_under_their_names():
+    client = object()
+    opts = LaunchOptions.from_keywords({
+        "pyenv_zip_path": "hdfs:///envs/e.tar", "skein_client": client,
+        "pre_script_hook": "export A=1", "custom_task_module": "tf_yarn.distributed.task",
+        "nb_retries": 1, "eval_monitor_log_thresholds": None,
+    })  # fmt: skip
+    assert opts.pyenv_archive == "hdfs:///envs/e.tar"
+    assert opts.skein_client is client and opts.pre_script_hook == "export A=1"
+    assert (opts.mode, opts.custom_task_module) == ("function", None)
+    assert LaunchOptions(custom_task_module="my.tasks").custom_task_module == "my.tasks"
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"eval_monitor_log_thresholds": {"loss": (0, 1)}}, "RunResult.metrics"),
+        ({"pyenv_zip_path": "a.tar", "pyenv_archive": "b.tar"}, "not both"),
+        ({"pyenv_zip_path": {"gpu": "a.tar"}}, "one archive path for every node label"),
+        ({"custom_task_module": "not a module"}, "must be a module name"),
+        ({"mode": "estimator"}, "mode must be one of"),
+    ],
+)
+def test_tf_yarn_keywords_that_differ_say_what_to_use_instead(keywords, message):
+    with pytest.raises(SpecError, match=message):
+        LaunchOptions.from_keywords(keywords)

@@ -98,9 +98,21 @@ def test_two_evaluators(entry):
         entry(ok_fn, {"chief": TaskSpec(1024, 1), "evaluator": TaskSpec(1024, 1, instances=2)})
 
 
-def test_worker_without_ps(entry):
-    with pytest.raises(SpecError, match='"ps"'):
-        entry(ok_fn, {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, instances=2)})
+def test_ps_without_a_chief_to_coordinate(entry):
+    with pytest.raises(SpecError, match='"chief"'):
+        entry(ok_fn, {"worker": TaskSpec(1024, 1, instances=2), "ps": TaskSpec(1024, 1)})
+
+
+@pytest.mark.parametrize(
+    "topology",
+    [
+        {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, instances=2)},
+        {"worker": TaskSpec(1024, 1, instances=2), "evaluator": TaskSpec(1024, 1)},
+    ],
+)
+def test_all_reduce_topologies_without_a_ps_pass_the_topology_checks(entry, topology):
+    with pytest.raises(TouchedCluster):
+        entry(ok_fn, topology)
 
 
 def test_empty_topology(entry):
@@ -205,10 +217,10 @@ def test_the_first_problem_is_reported_before_later_ones(tmp_path):
     # A bad topology is reported even when the function is unpicklable too:
     # the cheap checks run first.
     lock = threading.Lock()
-    with pytest.raises(SpecError, match='"ps"'):
+    with pytest.raises(SpecError, match='"chief"'):
         prepare(
             lambda: lock,
-            {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1)},
+            {"ps": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1)},
             files={"x.py": tmp_path / "missing.py"},
         )
 

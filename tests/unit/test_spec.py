@@ -7,6 +7,7 @@ short form.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -77,7 +78,7 @@ def test_constructor_gives_a_valid_spec_or_a_spec_error_naming_the_field(
     memory: Any, vcores: Any, instances: Any, label: Any
 ) -> None:
     try:
-        spec = TaskSpec(memory, vcores, instances, label)
+        spec = TaskSpec(memory, vcores, instances, label=label)
     except SpecError as exc:
         assert any(w in str(exc) for w in ("memory", "vcores", "instances", "label")), str(exc)
         return
@@ -95,6 +96,9 @@ def test_constructor_gives_a_valid_spec_or_a_spec_error_naming_the_field(
         ({"memory": 0, "vcores": 1}, "memory must be positive"),
         ({"memory": "lots", "vcores": 1}, "is not a size"),
         ({"memory": 1024, "vcores": 1, "label": "tpu"}, "unknown node label"),
+        ({"memory": 1024, "vcores": 1, "nb_proc_per_worker": 2}, "ask for more instances"),
+        ({"memory": 1024, "vcores": 1, "nb_proc_per_worker": "gpu"}, "pass the node label as"),
+        ({"memory": 1024, "vcores": 1, "tb_model_dir": 3}, "tb_model_dir must be a string"),
     ],
 )
 def test_bad_resources(kwargs, message):
@@ -114,7 +118,7 @@ def test_memory_units_and_short_form():
 
 @pytest.mark.parametrize(
     "spec",
-    [TaskSpec(1024, 1), TaskSpec("2G", 4, 8, NodeLabel.GPU), TaskSpec(512, 2, label="gpu")],
+    [TaskSpec(1024, 1), TaskSpec("2G", 4, 8, 1, NodeLabel.GPU), TaskSpec(512, 2, label="gpu")],
 )
 def test_every_field_round_trips_through_plain_data_and_the_short_form(spec):
     d = spec.to_dict()
@@ -122,6 +126,16 @@ def test_every_field_round_trips_through_plain_data_and_the_short_form(spec):
                  "label": spec.label.value}  # fmt: skip
     assert TaskSpec.from_dict(d) == spec
     assert TaskSpec.parse(str(spec)) == spec
+
+
+def test_tf_yarn_fields_round_trip_in_tf_yarn_positional_order():
+    spec = TaskSpec("2 GiB", 4, 2, 1, NodeLabel.GPU, 30, "hdfs:///m", "--port 0")
+    assert (spec.instances, spec.nb_proc_per_worker, spec.label) == (2, 1, NodeLabel.GPU)
+    assert (spec.tb_termination_timeout_seconds, spec.tb_model_dir, spec.tb_extra_args) == (
+        30, "hdfs:///m", "--port 0")  # fmt: skip
+    assert TaskSpec.from_dict(spec.to_dict()) == spec
+    for field in dataclasses.fields(TaskSpec):
+        assert getattr(TaskSpec.from_dict(spec.to_dict()), field.name) == getattr(spec, field.name)
 
 
 def test_from_dict_names_unknown_fields():

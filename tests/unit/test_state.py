@@ -338,3 +338,25 @@ def test_redact_env_masks_secret_looking_names():
     assert env["GITHUB_TOKEN"] == "t0k"  # the input is not changed
     assert is_secret("HOME") is False
     assert is_secret("HADOOP_USER_NAME") is False
+
+
+def test_changes_name_the_new_states_evaluations_and_the_end_once():
+    from tfyarn_jupyter.state import Failure, RunStatus, TaskState, changes
+
+    def snap(state, final, task_state, metrics, failure=None):
+        a = AppInfo("application_1_0001", state=state, final_status=final,
+                    tracking_url="http://rm/proxy/x")  # fmt: skip
+        return RunStatus(a, [TaskState("chief:0", "chief", 0, task_state, "n1:8042")], [],
+                         metrics, failure)  # fmt: skip
+
+    running = snap("RUNNING", "UNDEFINED", "running", [])
+    assert changes(None, running) == [
+        "application_1_0001 RUNNING: http://rm/proxy/x",
+        "application_1_0001 chief:0 running on n1:8042",
+    ]
+    evaluated = snap("RUNNING", "UNDEFINED", "running", [{"step": 100, "loss": 0.25}])
+    assert changes(running, evaluated) == ["application_1_0001 evaluation at step 100: loss=0.25"]
+    assert changes(evaluated, evaluated) == []
+    failed = snap("FINISHED", "FAILED", "failed", evaluated.metrics, Failure("chief:0", "tb"))
+    assert changes(evaluated, failed)[-1] == "application_1_0001 ended FAILED (chief:0 failed)"
+    assert changes(failed, failed) == []

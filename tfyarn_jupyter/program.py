@@ -1,0 +1,129 @@
+"""What a launch runs, found before anything is submitted: an Estimator, Keras, or a function.
+
+``experiment_fn`` is not called on the client (that would import TensorFlow
+and build the model in the notebook). Instead the code it can reach (its
+own, its closures, and the functions of the notebook's own modules it calls)
+is read for the classes it returns: :class:`~.spec.Experiment` (an
+Estimator) or :class:`~.spec.KerasExperiment`. With that and the installed
+TensorFlow, a program that cannot run (an Estimator on TensorFlow 2.16 or
+later, a strategy the Keras in use does not support) is refused here.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import sysconfig
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from . import spec
+
+ESTIMATOR = "estimator"
+KERAS = "keras"
+FUNCTION = "function"
+UNKNOWN = "unknown"
+
+_LIBRARY_PREFIXES = tuple(
+    str(Path(p).resolve())
+    for p in {
+        sys.prefix,
+        sys.base_prefix,
+        sysconfig.get_path("stdlib"),
+        sysconfig.get_path("purelib"),
+    }
+)
+_RESULT_NAMES = {"Experiment": ESTIMATOR, "KerasExperiment": KERAS}
+
+
+def _is_user_code(obj: Any) -> bool:
+    """Defined in the notebook or its own modules, not in an installed library."""
+    module = str(getattr(obj, "__module__", None) or getattr(obj, "__name__", ""))
+    if module == "__main__" or (isinstance(obj, types.ModuleType) and obj.__name__ == "__main__"):
+        return True
+    if module.split(".")[0] in ("tfyarn_jupyter", "tf_yarn"):
+        return False
+    mod = sys.modules.get(module) if not isinstance(obj, types.ModuleType) else obj
+    file = getattr(mod, "__file__", None)
+    if not file:
+        return module == "__main__"
+    return not str(Path(file).resolve()).startswith(_LIBRARY_PREFIXES)
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _names(fn: types.FunctionType) -> set[str]:
+    return {n for c in _codes(fn.__code__) for n in c.co_names}
+
+
+def _neighbours(fn: types.FunctionType, names: set[str]) -> Iterator[Any]:
+    """What ``fn`` refers to: its globals by the names it uses, its closure's cells."""
+    for cell in fn.__closure__ or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    for name in names:
+        value = fn.__globals__.get(name)
+        if isinstance(value, types.ModuleType):
+            yield value
+            # `module.attr` calls: the attribute names are among the names too.
+            yield from (getattr(value, n) for n in names if hasattr(value, n))
+        elif value is not None:
+            yield value
+
+
+def program_kind(fn: Callable[..., Any], limit: int = 500) -> str:
+    """``"estimator"``, ``"keras"`` or ``"unknown"``, from the code ``fn`` can reach."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack: list[Any] = [fn]
+    while stack and len(seen) < limit:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, type) and obj.__name__ in _RESULT_NAMES:
+            if obj.__module__.split(".")[0] in ("tfyarn_jupyter", "tf_yarn"):
+                found.add(_RESULT_NAMES[obj.__name__])
+            continue
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+        if isinstance(obj, types.FunctionType) and (obj is fn or _is_user_code(obj)):
+            stack.extend(_neighbours(obj, _names(obj)))
+    if len(found) == 1:
+        return found.pop()
+    return UNKNOWN
+
+
+def tensorflow_version() -> tuple[int, int] | None:
+    """The installed TensorFlow's (major, minor), which the shipped environment has too."""
+    for dist in ("tensorflow", "tensorflow-cpu", "tensorflow-intel", "tf-nightly"):
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        parts = [*version.split("."), "0"]
+        try:
+            return int(parts[0]), int(parts[1])
+        except ValueError:
+            return None
+    return None
+
+
+def check_estimator(kind: str, tf_version: tuple[int, int] | None) -> None:
+    """An Estimator needs TensorFlow < 2.16, where ``tf.estimator`` still exists."""
+    if kind == ESTIMATOR and tf_version is not None and tf_version >= (2, 16):
+        raise spec.SpecError(
+            f"experiment_fn returns an Estimator Experiment, but this environment has "
+            f"TensorFlow {tf_version[0]}.{tf_version[1]}, which has no tf.estimator "
+            "(removed in 2.16): return a KerasExperiment(model, model_dir, train_params, ...) "
+            "instead, or run a function with mode='function'; or use TensorFlow 2.15"
+        )
