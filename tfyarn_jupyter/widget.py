@@ -1,11 +1,12 @@
 """The live panel under a ``%%tfyarn`` cell: synced state, one-off actions as messages.
 
 State lives in synced traits (``app``, ``tasks``, ``pending``, ``metrics``,
-``failure``, ``summary``, ``error``) that a background :class:`~.poller.Poller`
-refreshes; the front end (``js/src/widget.js``, bundled into ``static/``)
-sends ``cancel``, ``kill`` and ``logs`` as custom messages. Where no widget
-front end exists, :func:`status_html` renders the same state as static HTML,
-which is also what stays in a saved notebook.
+``failure``, ``summary``, ``error``) that the panel's :class:`PanelPoller`
+refreshes by driving the run (:meth:`~.run.Run.advance`) about once a second;
+the front end (``js/src/``, bundled into ``static/``) sends ``cancel``,
+``kill`` and ``logs`` as custom messages. Where no widget front end exists,
+:func:`status_html` renders the same state as static HTML, which is also what
+stays in a saved notebook.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import html
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +25,7 @@ import traitlets
 from .state import RunStatus
 
 if TYPE_CHECKING:
-    from .launch import Run
+    from .run import Run
 
 _BUNDLE = Path(__file__).with_name("static") / "widget.js"
 _COLOURS = {
@@ -43,7 +46,7 @@ def _bundle() -> str | Path:
 
 
 class RunPanel(anywidget.AnyWidget):
-    """Watches one :class:`~tfyarn_jupyter.launch.Run` and steers it from the browser."""
+    """Watches one :class:`~tfyarn_jupyter.run.Run` and steers it from the browser."""
 
     _esm = _bundle()
     app = traitlets.Dict().tag(sync=True)
@@ -56,48 +59,28 @@ class RunPanel(anywidget.AnyWidget):
 
     def __init__(self, run: Run, *, interval: float = 1.0, start: bool = True, **kwargs: Any):
         super().__init__(**kwargs)
-        from .poller import Poller
-
         self.run = run
-        #: Every distinct (task, state, node, gpu) the panel showed, for tests and history.
-        self.seen: set[tuple[str, str, str, str, bool]] = set()
-        self.metrics_seen_while_running = 0
-        self.first_all_running_s: float | None = None
-        self._created = time.monotonic()
         self._lock = threading.Lock()
-        self._listeners: list[Any] = []
+        self._listeners: list[Callable[[RunStatus], None]] = []
         # Not `_handle_msg`: that name is ipywidgets.Widget's own comm handler.
         self.on_msg(self._on_action)
-        self.poller = Poller(run.status, self.update, interval=interval)
+        self.poller = PanelPoller(run.advance, self.update, interval=interval)
         if start:
             self.poller.start()
 
-    def add_listener(self, fn: Any) -> None:
+    def add_listener(self, fn: Callable[[RunStatus], None]) -> None:
         """Call ``fn(status)`` after each update (the magic refreshes its HTML summary)."""
         self._listeners.append(fn)
 
     def update(self, st: RunStatus) -> None:
         d = st.to_dict()
-        with self._lock:
-            for t in st.tasks:
-                self.seen.add((t.task, t.type, t.state, t.node, t.gpu))
-            if st.app.state == "RUNNING" and st.metrics:
-                self.metrics_seen_while_running = max(
-                    self.metrics_seen_while_running, len(st.metrics)
-                )
-            if (
-                self.first_all_running_s is None
-                and st.tasks
-                and all(t.state == "running" for t in st.tasks)
-            ):
-                self.first_all_running_s = time.monotonic() - self._created
-            with self.hold_sync():
-                self.app = d["app"]
-                self.tasks = d["tasks"]
-                self.pending = d["pending"]
-                self.metrics = d["metrics"]
-                self.failure = d["failure"]
-                self.summary = d["summary"]
+        with self._lock, self.hold_sync():
+            self.app = d["app"]
+            self.tasks = d["tasks"]
+            self.pending = d["pending"]
+            self.metrics = d["metrics"]
+            self.failure = d["failure"]
+            self.summary = d["summary"]
         for fn in self._listeners:
             fn(st)
 
@@ -111,7 +94,7 @@ class RunPanel(anywidget.AnyWidget):
             elif kind == "logs":
                 task = str(content["task"])
                 logs = self.run.logs(task)
-                self.send({"type": "logs", "task": task, **logs})
+                self.send({"type": "logs", "task": task, **logs.to_dict()})
             else:
                 raise ValueError(f"unknown action {kind!r}")
             self.error = ""
@@ -129,6 +112,49 @@ class RunPanel(anywidget.AnyWidget):
         if isinstance(bundle, dict) and self.run.last_status is not None:
             bundle["text/plain"] = f"tfyarn run {self.run.app_id}"
         return bundle
+
+
+class PanelPoller:
+    """Drives a run on a background thread and hands each status to ``callback``.
+
+    About once a second while the run goes; it stops when the run ended or
+    when it is stopped (or garbage-collected).
+    """
+
+    def __init__(
+        self,
+        step: Callable[[], RunStatus],
+        callback: Callable[[RunStatus], None],
+        interval: float = 1.0,
+    ) -> None:
+        self._step = step
+        self._callback = callback
+        self.interval = interval
+        self.polls = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tfyarn-poller", daemon=True)
+        self._finalizer = weakref.finalize(self, self._stop.set)
+
+    def start(self) -> PanelPoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                st = self._step()
+                self.polls += 1
+                self._callback(st)
+            except Exception as exc:  # keep watching through a transient error
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                st = None
+            if st is not None and st.ended:
+                return
+            self._stop.wait(self.interval)
 
 
 def _fmt_time(ms: float) -> str:
@@ -171,8 +197,8 @@ def status_html(st: RunStatus) -> str:
     failure = ""
     if st.failure:
         failure = (
-            f"<details open><summary>failure in {esc(st.failure.get('task') or 'application')}"
-            f"</summary><pre>{esc(st.failure.get('traceback', ''))}</pre></details>"
+            f"<details open><summary>failure in {esc(st.failure.task or 'application')}"
+            f"</summary><pre>{esc(st.failure.traceback)}</pre></details>"
         )
     state = app.state if app.state != "FINISHED" else f"FINISHED/{app.final_status}"
     link = (

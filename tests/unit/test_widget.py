@@ -1,6 +1,6 @@
 """The panel's model: traits from a status, actions from the front end (no cluster).
 
-The run is a stand-in object: the panel only calls ``status``, ``cancel``,
+The run is a stand-in object: the panel only calls ``advance``, ``cancel``,
 ``kill_task`` and ``logs`` on it, and here those record what they were asked.
 """
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tfyarn_jupyter.logs import TaskLogs
 from tfyarn_jupyter.state import AppInfo, RunStatus, TaskState
 from tfyarn_jupyter.widget import RunPanel, status_html
 
@@ -21,7 +22,7 @@ class RecordingRun:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
 
-    def status(self) -> RunStatus:
+    def advance(self) -> RunStatus:
         return running()
 
     def cancel(self) -> None:
@@ -32,9 +33,9 @@ class RecordingRun:
             raise ValueError("no task worker:9 in this run")
         self.calls.append(("kill", task))
 
-    def logs(self, task: str) -> dict[str, str]:
+    def logs(self, task: str) -> TaskLogs:
         self.calls.append(("logs", task))
-        return {"source": "live", "stdout": "step 1\n", "stderr": ""}
+        return TaskLogs("live", "step 1\n", "", {"chief.log": "step 1\n"})
 
 
 def running(state: str = "RUNNING", final: str = "UNDEFINED") -> RunStatus:
@@ -73,16 +74,17 @@ def from_front_end(panel: RunPanel, content: dict) -> None:
                        "buffers": []})  # fmt: skip
 
 
-def test_update_puts_the_status_in_the_synced_traits_and_remembers_what_was_seen(panel):
-    panel.update(running())
+def test_update_puts_the_status_in_the_synced_traits_and_tells_the_listeners(panel):
+    heard: list[RunStatus] = []
+    panel.add_listener(heard.append)
+    st = running()
+    panel.update(st)
     assert panel.app["state"] == "RUNNING" and panel.app["queue"] == "ml-gpu"
     assert [(t["task"], t["node"], t["gpu"]) for t in panel.tasks] == [
         ("chief:0", "gpu-node:8042", True), ("evaluator:0", "cpu-node:8042", False)]  # fmt: skip
     assert panel.metrics == [{"global_step": 100, "loss": 0.5, "accuracy": 0.9}]
     assert panel.summary is None
-    assert ("chief:0", "chief", "running", "gpu-node:8042", True) in panel.seen
-    assert panel.metrics_seen_while_running == 1
-    assert panel.first_all_running_s is not None
+    assert heard == [st]
 
 
 def test_cancel_kill_and_logs_messages_from_the_browser_reach_the_run(panel):
@@ -91,7 +93,8 @@ def test_cancel_kill_and_logs_messages_from_the_browser_reach_the_run(panel):
     from_front_end(panel, {"type": "logs", "task": "chief:0"})
     assert panel.run.calls == [("cancel", None), ("kill", "worker:1"), ("logs", "chief:0")]
     assert panel.sent == [{"type": "logs", "task": "chief:0", "source": "live",
-                           "stdout": "step 1\n", "stderr": ""}]  # fmt: skip
+                           "stdout": "step 1\n", "stderr": "",
+                           "files": {"chief.log": "step 1\n"}}]  # fmt: skip
     assert panel.error == ""
 
 
