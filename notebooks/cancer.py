@@ -1,5 +1,7 @@
 """The quickstart's model: a small DNN classifier on scikit-learn's bundled breast-cancer data.
 
+Two forms of the same model: an Estimator ``Experiment`` (TensorFlow 2.15)
+and a ``KerasExperiment`` (TensorFlow 2.15 through 2.21, Keras 2 or 3).
 The seed's wine-quality data cannot be downloaded here, so the quickstart
 uses a data set that ships with scikit-learn (569 samples, 30 features,
 two classes; the majority class is 63 % of it). Imported by the notebook
@@ -12,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tfyarn_jupyter import Experiment
+from tfyarn_jupyter import Experiment, KerasExperiment
 
 N_TRAIN = 450
 
@@ -82,4 +84,39 @@ def experiment(
         tf.estimator.EvalSpec(
             input_fn(x_test, y_test, train=False), steps=None, start_delay_secs=0, throttle_secs=1
         ),
+    )
+
+
+def keras_experiment(
+    model_dir: str,
+    epochs: int = 4,
+    steps_per_epoch: int = 25,
+    batch_size: int = 32,
+    hidden_units: tuple[int, ...] = (16, 8),
+) -> Any:
+    """The KerasExperiment an ``experiment_fn`` returns: built inside the task's strategy scope."""
+    import tensorflow as tf
+
+    x_train, y_train, x_test, y_test = load_data()
+    layers = [tf.keras.Input(shape=(x_train.shape[1],))]
+    layers += [tf.keras.layers.Dense(n, activation="relu") for n in hidden_units]
+    model = tf.keras.Sequential([*layers, tf.keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(0.01), loss="binary_crossentropy", metrics=["accuracy"]
+    )
+
+    def train_data():
+        ds = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+        return ds.shuffle(len(x_train), seed=0).repeat().batch(batch_size)
+
+    def validation_data():
+        return tf.data.Dataset.from_tensor_slices((x_test, y_test)).batch(batch_size)
+
+    return KerasExperiment(
+        model=model,
+        model_dir=model_dir,
+        train_params={"epochs": epochs, "steps_per_epoch": steps_per_epoch, "verbose": 2},
+        input_data_fn=train_data,
+        target_data_fn=None,
+        validation_data_fn=validation_data,
     )

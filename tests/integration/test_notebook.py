@@ -261,6 +261,28 @@ def test_quickstart_notebook_runs_and_its_panels_held_every_task_on_a_node_with_
     assert {gpu for task, _, state, node, gpu in first if task == "evaluator:0" and node} == {False}
 
 
+@pytest.mark.current_tf
+def test_keras_quickstart_notebook_trains_a_chief_and_two_workers_into_hdfs(
+    sandbox, tmp_path, yarn_apps
+):
+    work = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns("__pycache__", ".ipynb*"))
+    nb = nbformat.read(work / "quickstart_keras.ipynb", as_version=4)
+    prefix = unique("tfyarn-test-nbkeras")
+    yarn_apps.append(prefix)
+    (launch,) = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%tfyarn")]
+    assert "--worker 1G/1x2" in launch.source and "--name quickstart-keras" in launch.source
+    launch.source = launch.source.replace("--name quickstart-keras", f"--name {prefix}")
+    nb.cells.append(new_code_cell(report("[result.final_status, sorted(result.tasks)]")))
+
+    wall = execute(nb, work)
+
+    final, tasks = reported(nb.cells[-1].outputs)
+    print(f"\nKeras quickstart notebook: {wall:.0f}s wall, {final}, tasks {tasks}")
+    assert final == "SUCCEEDED"
+    assert tasks == ["chief:0", "evaluator:0", "worker:0", "worker:1"]
+
+
 # -- a local module edited between runs ---------------------------------------------------
 def _failing_launch(name: str, var: str) -> str:
     return textwrap.dedent(
