@@ -9,10 +9,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
-from strategies import check_valid_spec, near_specs
 
 from tfyarn_jupyter.magic import LaunchArgs, local_module_roots, parse_launch
 from tfyarn_jupyter.spec import TASK_TYPES, NodeLabel, parse_memory
+
+from .strategies import check_valid_spec, near_specs
 
 
 def test_the_issue_example_parses_exactly_as_written():

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies import check_valid_spec, names_the_culprit, near_specs, spec_texts
 
 from tfyarn_jupyter.spec import (
     NodeLabel,
@@ -23,6 +22,8 @@ from tfyarn_jupyter.spec import (
     task_names,
     validate_task_specs,
 )
+
+from .strategies import check_valid_spec, names_the_culprit, near_specs, spec_texts
 
 
 # -- TaskSpec.parse ------------------------------------------------------------------------

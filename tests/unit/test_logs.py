@@ -1,11 +1,17 @@
 """Parsing what YARN returns for a container's logs (pure, no cluster)."""
 
-from tfyarn_jupyter.poller import live_log_names, parse_yarn_logs, split_streams
+from tfyarn_jupyter.logs import live_log_names, parse_yarn_logs, split_streams
 
-YARN_LOGS = """\
+#: What ``yarn logs`` prints before each file of a container.
+CONTAINER = """\
 Container: container_1_0001_01_000002 on localhost_41471
 LogAggregationType: AGGREGATED
 ====================================================================
+"""
+# Three files of one container, as ``yarn logs -containerId`` prints them.
+YARN_LOGS = (
+    CONTAINER
+    + """\
 LogType:directory.info
 LogLastModifiedTime:Wed Dec 02 14:10:05 +0000 2026
 LogLength:10
@@ -15,9 +21,9 @@ ls -l:
 End of LogType:directory.info
 *******************************************************************************
 
-Container: container_1_0001_01_000002 on localhost_41471
-LogAggregationType: AGGREGATED
-====================================================================
+"""
+    + CONTAINER
+    + """\
 LogType:worker.log
 LogLastModifiedTime:Wed Dec 02 14:10:05 +0000 2026
 LogLength:24
@@ -29,9 +35,9 @@ step 2
 End of LogType:worker.log
 ***************************************************************************
 
-Container: container_1_0001_01_000002 on localhost_41471
-LogAggregationType: AGGREGATED
-====================================================================
+"""
+    + CONTAINER
+    + """\
 LogType:stderr
 LogLastModifiedTime:Wed Dec 02 14:10:05 +0000 2026
 LogLength:0
@@ -39,6 +45,7 @@ LogContents:
 
 End of LogType:stderr
 """
+)
 
 
 def test_yarn_logs_output_is_split_per_file_without_the_nodemanagers_debug_files():
@@ -67,6 +74,6 @@ def test_nodemanager_listing_gives_file_names_for_one_or_many_log_dirs():
 
 def test_service_log_is_stdout_and_the_stderr_file_is_stderr():
     out = split_streams({"worker.log": "o", "stderr": "e", "prelaunch.err": ""}, "live", "worker")
-    assert (out["stdout"], out["stderr"], out["source"]) == ("o", "e", "live")
-    assert sorted(out["files"]) == ["prelaunch.err", "stderr", "worker.log"]
-    assert split_streams({}, "aggregated", "ps")["stdout"] == ""
+    assert (out.stdout, out.stderr, out.source) == ("o", "e", "live")
+    assert sorted(out.files) == ["prelaunch.err", "stderr", "worker.log"]
+    assert split_streams({}, "aggregated", "ps").stdout == ""
