@@ -1,15 +1,12 @@
-"""The benchmark runner's pure parts: statistics, interleaving, ratios, the markdown table."""
+"""The benchmarks' pure half: statistics, interleaving, ratios, the markdown table."""
 
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tfyarn_jupyter.bench import (
+from benchmarks.stats import (
     Row,
     Stats,
     calls_per_minute,
@@ -139,22 +136,12 @@ def test_row_to_dict_carries_values_and_their_statistics():
     }  # fmt: skip
 
 
-def test_bench_refuses_without_hadoop_conf_dir():
-    env = {k: v for k, v in os.environ.items() if k != "HADOOP_CONF_DIR"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfyarn_jupyter.bench", "--smoke", "--reps", "1"],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode != 0
-    assert "HADOOP_CONF_DIR is not set" in proc.stderr
-
-
 def _run(running: float, first: float, finished: float, **extra) -> dict:
     return {"all_containers_running": running, "first_step": first, "finished": finished, **extra}
 
 
 def test_tfyarn070_rows_pair_each_moment_and_divide_ours_by_theirs():
-    res = {
+    res: dict[str, list[dict | None]] = {
         "tf-yarn 0.7.0 warm": [_run(10, 20, 40), _run(12, 24, 48)],
         "tfyarn warm": [_run(5, 10, 20), None],  # the second repetition failed
     }
@@ -168,7 +155,7 @@ def test_tfyarn070_rows_pair_each_moment_and_divide_ours_by_theirs():
 
 
 def test_tfyarn070_rows_show_both_packers_phases_and_the_pex_size_on_cold_runs():
-    res = {
+    res: dict[str, list[dict | None]] = {
         "tf-yarn 0.7.0 cold": [_run(100, 120, 130, phases={"pack": 80, "upload": 25},
                                     env_size=3 * 2**29)],
         "tfyarn cold": [_run(20, 30, 40, launch_phases={"env_pack": 5, "env_upload": 1})],

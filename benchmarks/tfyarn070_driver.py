@@ -1,13 +1,15 @@
 """The benchmark's driver for criteo/tf-yarn 0.7.0, run by tf-yarn's own venv.
 
-``python bench_tfyarn070.py CONFIG_JSON`` ships the benchmark experiment
-(``notebooks/cancer.py``'s estimator with a step-timing hook) with tf-yarn's
-``run_on_yarn`` and prints one line ``TFYARN070 {json}`` with the same moments
-the tfyarn_jupyter side records: submit -> all containers RUNNING, -> first
+``python -m benchmarks.tfyarn070_driver CONFIG_JSON`` ships the benchmark
+experiment (:func:`benchmarks.steps.bench_experiment`: ``notebooks/cancer.py``'s
+estimator with the shared step-timing hook) with tf-yarn's ``run_on_yarn``
+and prints one line ``TFYARN070 {json}`` with the same moments the
+tfyarn_jupyter side records: submit -> all containers RUNNING, -> first
 training step, -> run finished (YARN's finish time), and the pack / upload
 time of tf-yarn's packer on a cold run.
 
-It imports nothing of tfyarn_jupyter (that venv does not have it). The one
+It imports nothing of tfyarn_jupyter (that venv does not have it), only
+:mod:`benchmarks.steps`, which it has cloudpickle ship by value. The one
 substitution: tf-yarn calls ``cluster_pack.upload_env()`` with an ``hdfs://``
 path, which needs pyarrow's libhdfs; no registry here ships that native
 library, so this driver calls the same ``upload_env`` with a ``webhdfs://``
@@ -28,6 +30,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from .steps import bench_experiment, read_steps, ship_by_value
+
 PREFIX = "TFYARN070 "
 
 
@@ -37,44 +41,19 @@ def _conf(name: str) -> dict[str, str]:
 
 
 def experiment_fn_factory(cancer_path: str, model_dir: str, max_steps: int, stats: str) -> Any:
-    """The benchmark experiment, built in the container (pickled by value from ``__main__``)."""
+    """The benchmark experiment, built in the container (pickled by value)."""
 
     def experiment_fn() -> Any:
-        import tensorflow as tf
-        from tf_yarn.tensorflow import Experiment
+        from tf_yarn.tensorflow import Experiment, KerasExperiment
 
-        # cancer.py builds a tfyarn_jupyter.Experiment, a (estimator, train_spec,
-        # eval_spec) tuple like tf-yarn's; give it tf-yarn's under that name.
-        sys.modules.setdefault("tfyarn_jupyter", types.SimpleNamespace(Experiment=Experiment))  # type: ignore[arg-type]
-        import cancer  # shipped with files=
-
-        class StepTimes(tf.estimator.SessionRunHook):
-            def begin(self) -> None:
-                self.ends: list[float] = []
-                self.durations: list[float] = []
-                self.before = 0.0
-
-            def before_run(self, run_context: Any) -> None:
-                self.before = time.time()
-
-            def after_run(self, run_context: Any, run_values: Any) -> None:
-                self.ends.append(time.time())
-                self.durations.append(self.ends[-1] - self.before)
-
-            def end(self, session: Any) -> None:
-                task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
-                name = f"{task.get('type', 'local')}-{task.get('index', 0)}"
-                Path(f"{stats}.{name}.json").write_text(
-                    json.dumps({
-                        "first_step": self.ends[0] if self.ends else None,
-                        "steps": len(self.ends),
-                        "durations": self.durations,
-                    })
-                )  # fmt: skip
-
-        exp = cancer.experiment(model_dir, max_steps=max_steps)
-        train = exp.train_spec._replace(hooks=(*(exp.train_spec.hooks or ()), StepTimes()))
-        return Experiment(exp.estimator, train, exp.eval_spec)
+        # cancer.py builds tfyarn_jupyter's Experiment, an (estimator, train_spec,
+        # eval_spec) tuple like tf-yarn's; give it tf-yarn's classes under that name.
+        sys.modules.setdefault(
+            "tfyarn_jupyter",
+            types.SimpleNamespace(Experiment=Experiment, KerasExperiment=KerasExperiment),  # type: ignore[arg-type]
+        )
+        exp = bench_experiment(model_dir, max_steps, stats)
+        return Experiment(exp.estimator, exp.train_spec, exp.eval_spec)
 
     return experiment_fn
 
@@ -107,29 +86,14 @@ def watch_containers(name: str, n_tasks: int, out: dict[str, Any], stop: threadi
         client.close()
 
 
-def main(cfg: dict[str, Any]) -> dict[str, Any]:
+def upload_env(cfg: dict[str, Any], out: dict[str, Any]) -> None:
+    """tf-yarn's packer (cluster-pack's pex) through WebHDFS, its phases timed."""
     import cluster_pack
-    import skein
-    import tf_yarn.client
     from cluster_pack import uploader
-    from tf_yarn.tensorflow import TaskSpec, run_on_yarn
 
-    # After a run, tf-yarn retries reading the aggregated logs 15 times, 3 s apart,
-    # and skein 0.8 cannot read Hadoop 3.5's layout; that is after YARN's finish time,
-    # which is what is timed, so one try is enough and saves the bench a minute a run.
-    tf_yarn.client.YARN_LOG_TRIES = 1
-    # tf-yarn gives each run a fresh PEX_ROOT, /tmp/<uuid>, where every container
-    # unzips the pex (~2 GiB) and which nothing deletes; the same, at a path the
-    # bench knows, so that it can delete it after the run.
-    tf_yarn.client._get_pex_root = lambda: cfg["pex_root"]
-
-    out: dict[str, Any] = {}
     http = _conf("hdfs-site.xml")["dfs.namenode.http-address"]
     host, port = http.rsplit(":", 1)
-    default_fs = _conf("core-site.xml")["fs.defaultFS"].rstrip("/")
     user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER") or "root"
-    env_path = cfg["env_path"]  # e.g. /user/<u>/.tfyarn/bench/tfyarn070-<key>.pex
-
     phases: dict[str, float] = {}
     pack_from_venv = uploader._pack_from_venv
 
@@ -141,11 +105,10 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
         return local
 
     uploader._pack_from_venv = timed_pack
-
     t0 = time.time()
     out["t0"] = t0
     cluster_pack.upload_env(
-        package_path=f"webhdfs://{host}:{port}{env_path}",
+        package_path=f"webhdfs://{host}:{port}{cfg['env_path']}",
         force_upload=bool(cfg["cold"]),
         fs_args={"host": host, "port": int(port), "user": user},
     )
@@ -153,6 +116,11 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
     if "pack" in phases:
         phases["upload"] = phases["env_total"] - phases["pack"]
     out["phases"] = phases
+
+
+def run(cfg: dict[str, Any], default_fs: str, out: dict[str, Any]) -> None:
+    """tf-yarn's ``run_on_yarn`` on the uploaded pex, its containers watched from a thread."""
+    from tf_yarn.tensorflow import TaskSpec, run_on_yarn
 
     name = cfg["name"]
     specs = {t: TaskSpec(**s) for t, s in cfg["specs"].items()}
@@ -165,7 +133,7 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
         run_on_yarn(
             experiment_fn_factory(cfg["cancer"], cfg["model_dir"], cfg["max_steps"], cfg["stats"]),
             specs,
-            pyenv_zip_path=f"{default_fs}{env_path}",
+            pyenv_zip_path=f"{default_fs}{cfg['env_path']}",
             files={"cancer.py": cfg["cancer"]},
             name=name,
         )
@@ -176,7 +144,11 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
         watcher.join()
     out.update(seen)
 
-    # tf-yarn closes its client when a run fails; ask YARN through a new one.
+
+def final_state(name: str, out: dict[str, Any]) -> None:
+    """The application's end as YARN tells it (tf-yarn closes its client when a run fails)."""
+    import skein
+
     with skein.Client() as client:
         apps = client.get_applications(states=["FINISHED", "FAILED", "KILLED"])
         mine = [a for a in apps if a.name == name]
@@ -190,10 +162,27 @@ def main(cfg: dict[str, Any]) -> dict[str, Any]:
             # aggregated logs (skein 0.8 predates Hadoop 3.5's log layout).
             out["note"] = "tf-yarn's run SUCCEEDED; its client then failed reading the logs"
             del out["error"]
-    try:
-        out["steps"] = json.loads(Path(f"{cfg['stats']}.chief-0.json").read_text())
-    except (OSError, ValueError):
-        out["steps"] = {}
+
+
+def main(cfg: dict[str, Any]) -> dict[str, Any]:
+    import tf_yarn.client
+
+    ship_by_value()
+    # After a run, tf-yarn retries reading the aggregated logs 15 times, 3 s apart,
+    # and skein 0.8 cannot read Hadoop 3.5's layout; that is after YARN's finish time,
+    # which is what is timed, so one try is enough and saves the bench a minute a run.
+    tf_yarn.client.YARN_LOG_TRIES = 1
+    # tf-yarn gives each run a fresh PEX_ROOT, /tmp/<uuid>, where every container
+    # unzips the pex (~2 GiB) and which nothing deletes; the same, at a path the
+    # bench knows, so that it can delete it after the run.
+    tf_yarn.client._get_pex_root = lambda: cfg["pex_root"]
+
+    out: dict[str, Any] = {}
+    default_fs = _conf("core-site.xml")["fs.defaultFS"].rstrip("/")
+    upload_env(cfg, out)
+    run(cfg, default_fs, out)
+    final_state(cfg["name"], out)
+    out["steps"] = read_steps(cfg["stats"], "chief-0")
     return out
 
 

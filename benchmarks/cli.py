@@ -1,0 +1,124 @@
+"""The command: parse the flags, run the sections in order, write bench.md and bench.json."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import benchmarks
+
+from .bare import bare_skein, sandbox_start
+from .core import Bench, Config, config
+from .launches import launches
+from .packing import packing
+from .stats import render_markdown
+from .tfyarn070 import tfyarn070
+from .watching import watching
+
+
+def require_cluster_env() -> None:
+    if not os.environ.get("HADOOP_CONF_DIR"):
+        raise SystemExit(
+            "benchmarks: HADOOP_CONF_DIR is not set, so there is no cluster to "
+            'measure. Start the sandbox and export its environment first: eval "$(tfyarn-sandbox '
+            'env)" (with TFYARN_SANDBOX_DIR set as for `tfyarn-sandbox start`).'
+        )
+
+
+def write_outputs(bench: Bench, started: float) -> tuple[Path, Path]:
+    cfg = bench.cfg
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    header = [
+        f"# tfyarn_jupyter benchmarks ({'smoke' if cfg.smoke else 'full'}, reps={cfg.reps})",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')} on the sandbox "
+        f"({os.environ.get('TFYARN_SANDBOX_DIR', '?')}), {os.cpu_count()} CPUs; variants "
+        "interleaved per repetition; median, min, max of n. Containers: 1 GiB / 1 vcore "
+        "(ps 512 MiB). Other clients may have been using the cluster at the same time.",
+        *(f"- {n}" for n in bench.notes),
+    ]
+    md = cfg.out / "bench.md"
+    md.write_text(render_markdown(bench.rows, header))
+    js = cfg.out / "bench.json"
+    js.write_text(json.dumps({
+        "config": {k: str(v) if isinstance(v, Path) else v
+                   for k, v in dataclasses.asdict(cfg).items()},
+        "wall_s": time.time() - started,
+        "rows": [r.to_dict() for r in bench.rows],
+        "notes": bench.notes,
+        "details": bench.details,
+    }, indent=1, default=str))  # fmt: skip
+    return md, js
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    doc = benchmarks.__doc__ or ""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=doc.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=5, help="repetitions per measurement (5)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every code path once, cheaply: smallest topology, short runs",
+    )
+    parser.add_argument("--out", type=Path, default=Path("build/bench"), help="output folder")
+    parser.add_argument("--only", default="",
+                        help="comma-separated sections: launches,packing,watching,bare,"
+                             "sandbox,tfyarn070 (default: all)")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.reps < 1:
+        parser.error("--reps must be >= 1")
+    return args
+
+
+def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
+    """Each section: its ``--only`` name, what runs it, and whether this mode runs it."""
+    return [
+        ("bare", bare_skein, True),
+        ("watching", watching, True),
+        ("packing", packing, True),
+        ("sandbox", sandbox_start, cfg.sandbox_start),
+        ("launches", launches, True),
+        ("tfyarn070", tfyarn070, cfg.tfyarn070),
+    ]
+
+
+def run_sections(bench: Bench, only: set[str], started: float) -> None:
+    for name, fn, enabled in sections(bench.cfg):
+        if only and name not in only:
+            continue
+        if not enabled:
+            msg = f"{name}: skipped in --smoke"
+            bench.log(msg)
+            bench.notes.append(msg)
+            continue
+        bench.log(f"== {name}")
+        try:
+            fn(bench)
+        except Exception as exc:
+            bench.failed(f"{name} failed: {type(exc).__name__}: {exc}")
+        write_outputs(bench, started)  # partial results survive an interruption
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    require_cluster_env()
+    cfg = config(args.reps, args.smoke, args.out)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    started = time.time()
+    bench = Bench(cfg)
+    try:
+        run_sections(bench, only, started)
+    finally:
+        bench.close()
+    md, js = write_outputs(bench, started)
+    print(md.read_text())
+    bench.log(f"wrote {md} and {js} in {time.time() - started:.0f} s")
+    if cfg.smoke and bench.failures:
+        bench.log(f"--smoke: {len(bench.failures)} measurement(s) failed, see the notes")
+        return 1
+    return 0
