@@ -14,11 +14,15 @@ import socket
 import threading
 import weakref
 from collections.abc import Mapping
+from typing import Any
 
 import skein
 
 from . import filesystem
 from .spec import SpecError, TaskSpec
+
+#: How long an interrupted submission waits for YARN's answer, to kill what it accepted.
+SUBMIT_GRACE_S = 60.0
 
 _client_lock = threading.Lock()
 _client: skein.Client | None = None
@@ -119,13 +123,30 @@ def check_queue(client: skein.Client, queue: str, task_specs: Mapping[str, TaskS
 
 
 def submit_spec(client: skein.Client, spec: skein.ApplicationSpec) -> str:
-    """Submit; if anything fails after YARN knows the application, kill it."""
-    app_id = None
+    """Submit; if interrupted while YARN was accepting it, kill what it accepted.
+
+    skein's submit blocks in its driver; an interrupt there would lose the id
+    of an application that YARN goes on to run. The call runs on a thread, so
+    an interrupt of the caller waits (briefly) for the id and kills it.
+    """
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["app_id"] = client.submit(spec)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=call, name="tfyarn-submit", daemon=True)
+    thread.start()
     try:
-        app_id = client.submit(spec)
-        return app_id
+        thread.join()
     except BaseException:
-        if app_id is not None:
+        thread.join(SUBMIT_GRACE_S)
+        if "app_id" in box:
             with contextlib.suppress(Exception):
-                client.kill_application(app_id)
+                client.kill_application(box["app_id"])
         raise
+    if "error" in box:
+        raise box["error"]
+    return box["app_id"]

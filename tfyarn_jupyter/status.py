@@ -126,6 +126,9 @@ class StatusSource:
                 self._read_master()
             if any(c.node_http and c.node_http not in self._labels for c in self._containers):
                 self._labels = {n.http_address: list(n.labels) for n in self.client.get_nodes()}
+                # A node the ResourceManager no longer lists has no labels to find: once.
+                self._labels.update({c.node_http: [] for c in self._containers
+                                     if c.node_http not in self._labels})  # fmt: skip
             self.last = derive(app, self.task_specs, self._containers, self.events, self._labels)
             return self.last
 
@@ -145,7 +148,7 @@ class StatusSource:
     # -- the protocol's writes, and actions ---------------------------------------------
     def acknowledge(self) -> None:
         """Tell ended tasks their last events were read (one call, only when needed)."""
-        todo = self.events.unacked_stops()
+        todo = [] if self.ended else self.events.unacked_stops()  # ended: the tasks are gone
         am = self._am() if todo else None
         if am is None:
             return
