@@ -92,3 +92,20 @@ def runs() -> Iterator[list[Any]]:
                 run.cancel()
         except Exception as exc:  # teardown must not hide the test's own failure
             print(f"could not cancel {run}: {exc}", file=sys.stderr)
+
+
+@pytest.fixture
+def launch(runs, cancer_files):
+    """``launch(fn, specs, prefix, **options)``: submit with the model module shipped, a
+    unique name from ``prefix``; cancelled at the end of the test if still going."""
+    from tfyarn_jupyter import submit
+
+    from .helpers import unique
+
+    def start(fn: Any, specs: dict, prefix: str, **options: Any) -> Any:
+        options.setdefault("files", cancer_files)
+        run = submit(fn, specs, name=unique(prefix), **options)
+        runs.append(run)
+        return run
+
+    return start

@@ -26,14 +26,12 @@ from tfyarn_jupyter import NodeLabel, RunFailed, SpecError, TaskSpec, submit
 from tfyarn_jupyter.filesystem import read_conf
 from tfyarn_jupyter.hadoop_conf import to_xml
 
+from .helpers import unique
+
 pytestmark = pytest.mark.sandbox
 
 SMALL = TaskSpec("512M", 1)
 RUN_TIMEOUT_S = 600
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def wait_failed(run, timeout: float = RUN_TIMEOUT_S) -> tuple[RunFailed, list]:

@@ -8,7 +8,6 @@ URIs: TensorFlow's wheels cannot open them, the tasks sync them themselves.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -16,15 +15,13 @@ import pytest
 from tfyarn_jupyter import TaskSpec, filesystem, program, submit
 from tfyarn_jupyter import distributed as tfd
 
+from .helpers import unique
+
 pytestmark = [pytest.mark.sandbox, pytest.mark.current_tf]
 
 SMALL = TaskSpec("1G", 1)
 RUN_TIMEOUT_S = 600
 TF = program.tensorflow_version() or (0, 0)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

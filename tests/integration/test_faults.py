@@ -31,6 +31,8 @@ from tfyarn_jupyter.run import Run, attach, event_log_path, read_event_log
 from tfyarn_jupyter.state import RunStatus
 from tfyarn_jupyter.status import CALLS_PER_POLL, StatusSource
 
+from .helpers import unique
+
 pytestmark = pytest.mark.sandbox
 
 SMALL = TaskSpec("512M", 1)
@@ -40,10 +42,6 @@ RUN_TIMEOUT_S = 600
 ENDLESS = 1_000_000
 
 T = TypeVar("T")
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def figure(case: str, seconds: float) -> None:
@@ -257,7 +255,7 @@ def test_peer_never_granted_fails_the_run_after_peer_timeout_naming_the_missing_
 
 # -- 4. the evaluator crashes ---------------------------------------------------------------
 def test_evaluator_crash_fails_the_run_naming_it_and_keeps_checkpoints_and_event_log(
-    sandbox, cancer, cancer_files, tmp_path, runs
+    sandbox, cancer, cancer_files, tmp_path, runs, launch
 ):
     token = uuid.uuid4().hex[:12]
     model_dir = str(tmp_path / "model")
@@ -274,13 +272,7 @@ def test_evaluator_crash_fails_the_run_naming_it_and_keeps_checkpoints_and_event
             eval_spec=tf.estimator.EvalSpec(broken_eval_input, start_delay_secs=0, throttle_secs=1)
         )
 
-    run = submit(
-        experiment_fn,
-        {"chief": SMALL, "evaluator": SMALL},
-        files=cancer_files,
-        name=unique("tfyarn-fault-evalcrash"),
-    )
-    runs.append(run)
+    run = launch(experiment_fn, {"chief": SMALL, "evaluator": SMALL}, "tfyarn-fault-evalcrash")
     task_event(run, "evaluator:0", "eval_start")
     t0 = time.monotonic()
     with pytest.raises(RunFailed) as exc:
@@ -306,20 +298,14 @@ def test_evaluator_crash_fails_the_run_naming_it_and_keeps_checkpoints_and_event
 
 # -- 5. the application master killed --------------------------------------------------------
 def test_application_master_killed_fails_the_run_and_no_container_keeps_running(
-    sandbox, cancer, cancer_files, tmp_path, runs
+    sandbox, cancer, cancer_files, tmp_path, runs, launch
 ):
     model_dir = str(tmp_path / "model")
 
     def experiment_fn():
         return cancer.experiment(model_dir, max_steps=ENDLESS, save_checkpoints_steps=100)
 
-    run = submit(
-        experiment_fn,
-        {"chief": SMALL, "evaluator": SMALL},
-        files=cancer_files,
-        name=unique("tfyarn-fault-amkill"),
-    )
-    runs.append(run)
+    run = launch(experiment_fn, {"chief": SMALL, "evaluator": SMALL}, "tfyarn-fault-amkill")
     task_event(run, "chief:0", "train_start")
     procs = app_processes(run.app_id)
     masters = [
@@ -347,20 +333,14 @@ def test_application_master_killed_fails_the_run_and_no_container_keeps_running(
 
 # -- 7. cancel ----------------------------------------------------------------------------
 def test_cancel_ends_killed_keeps_checkpoints_and_logs_stay_readable(
-    sandbox, cancer, cancer_files, tmp_path, runs
+    sandbox, cancer, cancer_files, tmp_path, runs, launch
 ):
     model_dir = str(tmp_path / "model")
 
     def experiment_fn():
         return cancer.experiment(model_dir, max_steps=ENDLESS, save_checkpoints_steps=50)
 
-    run = submit(
-        experiment_fn,
-        {"chief": SMALL, "evaluator": SMALL},
-        files=cancer_files,
-        name=unique("tfyarn-fault-cancel"),
-    )
-    runs.append(run)
+    run = launch(experiment_fn, {"chief": SMALL, "evaluator": SMALL}, "tfyarn-fault-cancel")
     task_event(run, "chief:0", "train_start")
     before = wait_for("two checkpoints written", lambda: len(checkpoints(model_dir)) >= 2 and
                       checkpoints(model_dir), RUN_TIMEOUT_S)  # fmt: skip

@@ -21,7 +21,6 @@ import signal
 import sys
 import textwrap
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,8 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
+from .helpers import unique
+
 pytestmark = pytest.mark.sandbox
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -41,10 +42,6 @@ LIVE_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 #: The heartbeat timeout the kernel-death test gives its runs (the default is 60 s).
 HEARTBEAT_TIMEOUT_S = 20
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def report(expr: str) -> str:

@@ -29,14 +29,12 @@ from tfyarn_jupyter import (
     submit,
 )
 
+from .helpers import unique
+
 pytestmark = pytest.mark.sandbox
 
 SMALL = TaskSpec("1G", 1)
 RUN_TIMEOUT_S = 600
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def watch(run, timeout: float = RUN_TIMEOUT_S, interval: float = 1.0) -> list:
@@ -136,7 +134,7 @@ def test_second_submit_with_unchanged_env_neither_packs_nor_uploads(sandbox, run
 
 # -- runs ----------------------------------------------------------------------------------
 def test_quickstart_trains_above_majority_and_streams_metrics_while_running(
-    sandbox, cancer, cancer_files, tmp_path, runs
+    sandbox, cancer, cancer_files, tmp_path, runs, launch
 ):
     model_dir = str(tmp_path / "model")
     max_steps = 400
@@ -144,13 +142,7 @@ def test_quickstart_trains_above_majority_and_streams_metrics_while_running(
     def experiment_fn():
         return cancer.experiment(model_dir, max_steps=max_steps, save_checkpoints_steps=50)
 
-    run = submit(
-        experiment_fn,
-        {"chief": SMALL, "evaluator": SMALL},
-        files=cancer_files,
-        name=unique("tfyarn-test-quickstart"),
-    )
-    runs.append(run)
+    run = launch(experiment_fn, {"chief": SMALL, "evaluator": SMALL}, "tfyarn-test-quickstart")
     snapshots = watch(run)
     result = run.wait(timeout=60)
 
@@ -322,7 +314,7 @@ def test_files_ship_a_local_module_and_pip_packages_install_a_local_wheel(
 
 
 def test_experiment_that_raises_fails_with_the_remote_traceback_and_task(
-    sandbox, cancer, cancer_files, tmp_path, runs
+    sandbox, cancer, cancer_files, tmp_path, runs, launch
 ):
     token = uuid.uuid4().hex[:12]
     model_dir = str(tmp_path / "model")
@@ -335,13 +327,7 @@ def test_experiment_that_raises_fails_with_the_remote_traceback_and_task(
             raise ValueError(f"deliberate failure {token}")
         return cancer.experiment(model_dir, max_steps=200)
 
-    run = submit(
-        experiment_fn,
-        {"chief": SMALL, "evaluator": SMALL},
-        files=cancer_files,
-        name=unique("tfyarn-test-raises"),
-    )
-    runs.append(run)
+    run = launch(experiment_fn, {"chief": SMALL, "evaluator": SMALL}, "tfyarn-test-raises")
     watch(run)
     with pytest.raises(RunFailed) as exc:
         run.wait(timeout=60)

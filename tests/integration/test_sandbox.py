@@ -26,14 +26,12 @@ import skein
 
 from tfyarn_jupyter.sandbox import DAEMONS, Sandbox, SandboxError, default_root
 
+from .helpers import unique
+
 pytestmark = pytest.mark.sandbox
 
 LOGS_TIMEOUT_S = 120.0
 APP_TIMEOUT_S = 300.0
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def shell_service(script: str, node_label: str = "") -> skein.Service:
