@@ -14,6 +14,7 @@ import benchmarks
 
 from .bare import bare_skein, sandbox_start
 from .core import Bench, Config, config
+from .hdfs_clients import hdfs_clients
 from .launches import launches
 from .packing import packing
 from .stats import render_markdown
@@ -67,7 +68,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="output folder")
     parser.add_argument("--only", default="",
-                        help="comma-separated sections: launches,packing,watching,bare,"
+                        help="comma-separated sections: launches,packing,hdfs,watching,bare,"
                              "sandbox,tfyarn070 (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.reps < 1:
@@ -81,6 +82,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("bare", bare_skein, True),
         ("watching", watching, True),
         ("packing", packing, True),
+        ("hdfs", hdfs_clients, True),
         ("sandbox", sandbox_start, cfg.sandbox_start),
         ("launches", launches, True),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),

@@ -93,7 +93,7 @@ def fmt(value: float, unit: str) -> str:
         return f"{value:.1f} ms"
     if unit == "x":
         return f"{value:.2f}x"
-    if unit in ("calls", "calls/min", "steps/s"):
+    if unit in ("calls", "calls/min", "steps/s", "MiB/s"):
         return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
     return f"{value:g} {unit}".strip()
 
