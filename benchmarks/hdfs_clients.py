@@ -25,7 +25,7 @@ def _chunks(total: int) -> Iterator[bytes]:
         yield block
 
 
-def _webhdfs(path: str, size: int) -> tuple[Callable[[], object], Callable[[], None]]:
+def _webhdfs(path: str, size: int) -> tuple[Callable[[], object], Callable[[], object]]:
     client = filesystem.client()
     remote = filesystem.strip_scheme(path)
     return (lambda: client.status(remote, strict=False)), (
@@ -33,7 +33,7 @@ def _webhdfs(path: str, size: int) -> tuple[Callable[[], object], Callable[[], N
     )
 
 
-def _native(path: str, size: int) -> tuple[Callable[[], object], Callable[[], None]]:
+def _native(path: str, size: int) -> tuple[Callable[[], object], Callable[[], object]]:
     import hdfs_native
 
     client = hdfs_native.Client(filesystem.default_fs())
