@@ -123,7 +123,7 @@ def test_seconds_from_a_checkpoint_saved_to_it_being_on_hdfs(hdfs, remote, tmp_p
         md.push_checkpoint()
         assert md.last_push_s is not None and md.last_push_s > 0
         figures.append((mib, md.last_push_s))
-    assert listing(hdfs, remote)[f"model.ckpt-4.data-00000-of-00001"] == 64 * 2**20
+    assert listing(hdfs, remote)["model.ckpt-4.data-00000-of-00001"] == 64 * 2**20
     with capsys.disabled():
         for mib, seconds in figures:
             print(
@@ -192,6 +192,10 @@ def test_a_keras_model_trains_into_hdfs_and_a_fresh_model_restores_from_it(
     assert modeldir.keras_restore(restored, fresh) == 2
     for a, b in zip(trained.get_weights(), restored.get_weights(), strict=True):
         assert (a == b).all()
+    saver = modeldir.keras_checkpoint_callback(fresh, every_epoch=False)  # once, named by step
     restored.fit(x_train, y_train, initial_epoch=2, epochs=3, steps_per_epoch=5, verbose=0,
-                 callbacks=[modeldir.keras_checkpoint_callback(fresh)])  # fmt: skip
-    assert Index.parse(read(hdfs, remote, "checkpoint").decode()).latest == "ckpt-3.weights.h5"
+                 callbacks=[saver])  # fmt: skip
+    index = Index.parse(read(hdfs, remote, "checkpoint").decode())
+    step = int(restored.optimizer.iterations.numpy())
+    assert index is not None and index.latest == f"ckpt-{step}.weights.h5"
+    assert index.extra == {"epoch": 3, "step": step}
