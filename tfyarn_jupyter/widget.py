@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .run import Run
 
 _BUNDLE = Path(__file__).with_name("static") / "widget.js"
+_STYLES = _BUNDLE.with_suffix(".css")
 _COLOURS = {
     "requested": "#888",
     "allocated": "#c90",
@@ -49,6 +50,7 @@ class RunPanel(anywidget.AnyWidget):
     """Watches one :class:`~tfyarn_jupyter.run.Run` and steers it from the browser."""
 
     _esm = _bundle()
+    _css = _STYLES if _STYLES.exists() else ""
     app = traitlets.Dict().tag(sync=True)
     tasks: traitlets.List = traitlets.List().tag(sync=True)
     pending: traitlets.List = traitlets.List().tag(sync=True)

@@ -1,41 +1,17 @@
 // @vitest-environment node
-// The bundle the Python side loads as `_esm`: one self-contained ES module whose default
-// export renders. esbuild refuses to run inside vitest's jsdom environment, so this file
-// runs in node and makes its own jsdom document.
+// The build the Python side loads: as `_esm` one self-contained ES module whose default
+// export renders, as `_css` the stylesheet beside it. esbuild refuses to run inside
+// vitest's jsdom environment, so this file runs in node and makes its own jsdom document.
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { JSDOM } from "jsdom";
 
-import { buildOptions } from "../build.js";
-
-function fakeModel(data) {
-  const handlers = new Map();
-  return {
-    get: (k) => data[k],
-    set(k, v) {
-      data[k] = v;
-      for (const cb of [...(handlers.get(`change:${k}`) || [])]) cb(this, v);
-    },
-    on(ev, cb) {
-      if (!handlers.has(ev)) handlers.set(ev, new Set());
-      handlers.get(ev).add(cb);
-    },
-    off(ev, cb) {
-      handlers.get(ev)?.delete(cb);
-    },
-    send() {},
-    save_changes() {},
-    totalListeners() {
-      let n = 0;
-      for (const s of handlers.values()) n += s.size;
-      return n;
-    },
-  };
-}
+import { buildOptions, copyCss, css } from "../build.js";
+import { fakeModel } from "./fake-model.js";
 
 describe("bundle", () => {
   it("builds into one ES module whose only export is default, and it renders", async () => {
@@ -71,9 +47,22 @@ describe("bundle", () => {
       expect(el.querySelector('[data-testid="gpu-badge"]')).not.toBeNull();
       expect(el.querySelector('[data-testid="elapsed"]').textContent).toBe("1m 00s");
       expect(el.querySelector('path[data-series="loss"]')).not.toBeNull();
-      expect(document.getElementById("tfyarn-jupyter-style")).not.toBeNull();
+      // the styles come through anywidget's _css, not from the bundle
+      expect(document.querySelector("style")).toBeNull();
       stop();
       expect(model.totalListeners()).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("copies the stylesheet unchanged beside the bundle", async () => {
+    expect(css.outfile).toBe(path.join(path.dirname(buildOptions.outfile), "widget.css"));
+    const dir = mkdtempSync(path.join(tmpdir(), "tfyarn-css-"));
+    try {
+      const out = path.join(dir, "static", "widget.css");
+      await copyCss(out);
+      expect(readFileSync(out, "utf8")).toBe(readFileSync(css.source, "utf8"));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -164,7 +164,7 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
             # Mid-run: the chief is training; keep a picture, then ask for its logs.
             panel.screenshot(path=str(screenshot))
             header_mid_run = panel.locator(".tfy-header-section").inner_text()
-            row(panel, "chief:0").locator('button[data-testid="logs"]').click()
+            row(panel, "chief:0").locator('button[data-testid="logs-button"]').click()
             logs_clicked = True
         if running and snap["metrics"] and not shot_with_metrics:
             panel.screenshot(path=str(screenshot))
@@ -201,7 +201,7 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
 
     # The Logs control brought the chief's container output into the panel.
     assert logs_clicked, f"the chief was never shown running: {history}"
-    logs = row(panel, "chief:0").locator('details[data-testid="logs"]')
+    logs = row(panel, "chief:0").locator('details[data-testid="logs-view"]')
     logs.wait_for(timeout=120_000)
     assert "Logs of chief:0" in logs.locator('[data-testid="logs-label"]').inner_text()
     text = logs.locator('[data-testid="logs-text"]').inner_text()

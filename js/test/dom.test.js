@@ -1,0 +1,42 @@
+// The DOM helpers (dom.js).
+import { describe, expect, it, vi } from "vitest";
+
+import { builder, section, svg } from "../src/dom.js";
+
+const h = builder(document);
+
+describe("builder", () => {
+  it("sets attributes, text and listeners, and skips null, undefined and false", () => {
+    const onclick = vi.fn();
+    const node = h("button", { type: "button", text: 42, disabled: true, title: null, hidden: false, onclick });
+    expect(node.getAttribute("type")).toBe("button");
+    expect(node.textContent).toBe("42");
+    expect(node.getAttribute("disabled")).toBe("");
+    expect(node.hasAttribute("title")).toBe(false);
+    expect(node.hasAttribute("hidden")).toBe(false);
+    expect(node.hasAttribute("onclick")).toBe(false);
+    node.dispatchEvent(new MouseEvent("click"));
+    expect(onclick).toHaveBeenCalledTimes(1);
+  });
+
+  it("appends element and text children, skipping empty ones, never parsing HTML", () => {
+    const node = h("div", null, "a <b>", null, undefined, false, h("span", { text: "c" }));
+    expect(node.childNodes.length).toBe(2);
+    expect(node.textContent).toBe("a <b>c");
+    expect(node.querySelector("b")).toBeNull();
+  });
+});
+
+describe("svg and section", () => {
+  it("makes SVG elements in the SVG namespace with string attributes", () => {
+    const path = svg(document, "path", { d: "M0 0", x: 3 });
+    expect(path.namespaceURI).toBe("http://www.w3.org/2000/svg");
+    expect(path.getAttribute("x")).toBe("3");
+  });
+
+  it("names a section by class for the browser tests", () => {
+    const s = section(h, "header");
+    expect(s.tagName).toBe("SECTION");
+    expect(s.className).toBe("tfy-section tfy-header-section");
+  });
+});

@@ -1,0 +1,126 @@
+// The task rows and the pending box (tasks.js), through the mounted panel.
+import { describe, expect, it, vi } from "vitest";
+
+import { fakeModel } from "./fake-model.js";
+import { click, CSS_TEXT, RUNNING_APP, T0, task, usePanel } from "./panel.js";
+
+const p = usePanel();
+
+describe("tasks", () => {
+  const TASKS = [
+    task("worker:1", "running"),
+    task("ps:0", "running"),
+    task("evaluator:0", "allocated"),
+    task("worker:0", "running"),
+    task("custom:0", "requested"),
+    task("chief:0", "running"),
+    task("worker:2", "requested"),
+  ];
+
+  it("groups by type in the order chief, worker, ps, evaluator, then others", () => {
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: TASKS }));
+    const groups = p.qa('[data-testid="task-group"]');
+    expect(groups.map((g) => g.getAttribute("data-type"))).toEqual(["chief", "worker", "ps", "evaluator", "custom"]);
+    expect(groups[1].querySelector("h4").textContent).toBe("worker (3)");
+    const workerRows = [...groups[1].querySelectorAll('[data-testid="task-row"]')];
+    expect(workerRows.map((r) => r.getAttribute("data-task"))).toEqual(["worker:0", "worker:1", "worker:2"]);
+    expect(workerRows.every((r) => r.getAttribute("data-type") === "worker")).toBe(true);
+  });
+
+  it("colour-codes the state badge and sets data-state", () => {
+    const states = ["requested", "allocated", "running", "succeeded", "failed", "killed"];
+    p.mount(fakeModel({ tasks: states.map((s, i) => task(`worker:${i}`, s)) }));
+    const styleText = CSS_TEXT;
+    states.forEach((s, i) => {
+      const r = p.row(`worker:${i}`);
+      expect(r.getAttribute("data-state")).toBe(s);
+      const badge = r.querySelector('[data-testid="task-state"]');
+      expect(badge.textContent).toBe(s);
+      expect(badge.getAttribute("data-state")).toBe(s);
+      expect(badge.classList.contains("tfy-badge")).toBe(true);
+    });
+    // each state has its own colour rule
+    const colours = {
+      requested: "#757575",
+      allocated: "#f0a30a",
+      running: "#1e6fd0",
+      succeeded: "#2e7d32",
+      failed: "#c62828",
+      killed: "#3c3c3c",
+    };
+    for (const [s, colour] of Object.entries(colours)) {
+      const rule = new RegExp(`\\.tfy-badge\\[data-state="${s}"\\][^{]*\\{[^}]*background: ${colour}`);
+      expect(styleText).toMatch(rule);
+    }
+  });
+
+  it("updates data-state on change:tasks", () => {
+    const model = fakeModel({ tasks: [task("worker:0", "allocated")] });
+    p.mount(model);
+    expect(p.row("worker:0").getAttribute("data-state")).toBe("allocated");
+    model.set("tasks", [task("worker:0", "running")]);
+    expect(p.row("worker:0").getAttribute("data-state")).toBe("running");
+    expect(p.row("worker:0").querySelector('[data-testid="task-state"]').textContent).toBe("running");
+  });
+
+  it("shows the gpu badge only when gpu is true", () => {
+    p.mount(
+      fakeModel({
+        tasks: [task("worker:0", "running", { gpu: true }), task("worker:1", "running", { gpu: false }), task("worker:2", "running", { gpu: "yes" })],
+      }),
+    );
+    expect(p.row("worker:0").querySelector('[data-testid="gpu-badge"]').textContent).toBe("gpu");
+    expect(p.row("worker:1").querySelector('[data-testid="gpu-badge"]')).toBeNull();
+    expect(p.row("worker:2").querySelector('[data-testid="gpu-badge"]')).toBeNull();
+    expect(p.qa('[data-testid="gpu-badge"]').length).toBe(1);
+  });
+
+  it("shows node, container id, start time and duration", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(T0 + 100_000);
+    const start = new Date(2024, 0, 15, 14, 5, 9).getTime(); // local time
+    p.mount(
+      fakeModel({
+        tasks: [
+          task("worker:0", "succeeded", { node: "node-7:45454", start_time: start, finish_time: start + 75_000 }),
+          task("worker:1", "requested"),
+        ],
+      }),
+    );
+    const r = p.row("worker:0");
+    expect(r.querySelector('[data-testid="task-node"]').textContent).toBe("node-7:45454");
+    expect(r.querySelector('[data-testid="task-container"]').textContent).toBe("container_1705311000000_0001_01_000000");
+    expect(r.querySelector('[data-testid="task-start"]').textContent).toBe("14:05:09");
+    expect(r.querySelector('[data-testid="task-duration"]').textContent).toBe("1m 15s");
+    expect(p.row("worker:1").querySelector('[data-testid="task-node"]').textContent).toBe("");
+    expect(p.row("worker:1").querySelector('[data-testid="task-duration"]').textContent).toBe("");
+  });
+
+  it("shows Kill only on requested/allocated/running tasks and sends the right message", () => {
+    const states = ["requested", "allocated", "running", "succeeded", "failed", "killed"];
+    const model = fakeModel({ tasks: states.map((s, i) => task(`worker:${i}`, s)) });
+    p.mount(model);
+    const withKill = states.filter((_, i) => p.row(`worker:${i}`).querySelector('[data-testid="kill"]'));
+    expect(withKill).toEqual(["requested", "allocated", "running"]);
+    click(p.row("worker:2").querySelector('[data-testid="kill"]'));
+    expect(model.sent).toEqual([{ type: "kill", task: "worker:2" }]);
+    // every row keeps its Logs button
+    expect(p.qa('[data-testid="logs-button"]').filter((b) => b.tagName === "BUTTON").length).toBe(6);
+  });
+
+  it("shows a task's exit message", () => {
+    p.mount(fakeModel({ tasks: [task("worker:0", "failed", { exit_message: "Exit code 1" })] }));
+    expect(p.row("worker:0").querySelector('[data-testid="exit-message"]').textContent).toBe("Exit code 1");
+  });
+});
+
+describe("pending", () => {
+  it("lists pending strings only when there are some", () => {
+    const model = fakeModel({ pending: ["worker: 2 of 3 allocated; waiting for gpu capacity on queue ml-gpu"] });
+    p.mount(model);
+    const items = [...p.q('[data-testid="pending"]').querySelectorAll("li")].map((li) => li.textContent);
+    expect(items).toEqual(["worker: 2 of 3 allocated; waiting for gpu capacity on queue ml-gpu"]);
+    model.set("pending", []);
+    expect(p.q('[data-testid="pending"]')).toBeNull();
+  });
+});
