@@ -24,7 +24,7 @@ from typing import Any
 import cloudpickle
 import skein
 
-from . import cluster, filesystem, packing, program
+from . import cluster, contract, filesystem, packing, program
 from .contract import ENV_DIR, ENV_TAR, OVERLAY, PAYLOAD, SOURCES, TaskContract
 from .options import LaunchOptions
 from .spec import SpecError, TaskSpec
@@ -106,16 +106,24 @@ def service_script(
 def check_program(
     experiment_fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], options: LaunchOptions
 ) -> str:
-    """Refuse a program the shipped TensorFlow cannot run on this topology; return its kind."""
-    if options.mode == "function":
-        return program.FUNCTION
-    kind = program.program_kind(experiment_fn)
-    program.check_estimator(kind, program.tensorflow_version())
-    if kind == program.ESTIMATOR and "worker" in task_specs and "ps" not in task_specs:
-        raise SpecError(
-            'an Estimator experiment trains with workers through a "ps": add "ps": '
-            "TaskSpec(...), or return a KerasExperiment for all-reduce training"
-        )
+    """Refuse a program the shipped TensorFlow cannot run on this topology; return its kind.
+
+    The kind (Estimator, Keras, function) comes from the code ``experiment_fn``
+    reaches; the rules are the strategy table's (:func:`.contract.strategy_for`)
+    and the measured Keras table (:data:`.contract.KERAS_UNSUPPORTED`).
+    """
+    kind = contract.FUNCTION if options.mode == "function" else program.program_kind(experiment_fn)
+    tf_version = program.tensorflow_version()
+    program.check_estimator(kind, tf_version)
+    if kind == program.UNKNOWN:
+        return kind
+    topology = {t: s.instances for t, s in task_specs.items()}
+    try:
+        strategy = contract.strategy_for(kind, topology)
+        if kind == contract.KERAS:
+            contract.check_keras(strategy, contract.keras_flavour(tf_version, options.env))
+    except contract.StrategyError as exc:
+        raise SpecError(str(exc)) from None
     return kind
 
 
@@ -224,7 +232,7 @@ def prepare(
     """Everything up to submission: checks, payload, environment, the skein spec."""
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
-    check_program(experiment_fn, task_specs, options)
+    kind = check_program(experiment_fn, task_specs, options)
     staged = _stage(experiment_fn, options)
     phases["validate"] = time.perf_counter() - t0
     try:
@@ -240,7 +248,7 @@ def prepare(
         staged.workdir.cleanup()
         raise
     topology = {t: s.instances for t, s in task_specs.items()}
-    contract = options.contract(topology, env_key=report.key if report else "")
+    contract = options.contract(topology, env_key=report.key if report else "", program=kind)
     script = service_script(
         interpreter, pythonpath, options.custom_task_module or TASK_MODULE, options.pre_script_hook
     )

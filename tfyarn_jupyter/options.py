@@ -183,7 +183,9 @@ class LaunchOptions:
         given = {k: v for k, v in keywords.items() if v is not None or k not in _COLLECTIONS}
         return cls(**given)
 
-    def contract(self, topology: Mapping[str, int], *, env_key: str = "") -> contract.TaskContract:
+    def contract(
+        self, topology: Mapping[str, int], *, env_key: str = "", program: str = contract.UNKNOWN
+    ) -> contract.TaskContract:
         """The tasks' contract: the user's bounds where set; a detached run has no watchdog."""
         heartbeat = 0.0
         if not self.detach:
@@ -193,6 +195,7 @@ class LaunchOptions:
         return contract.TaskContract(
             topology=dict(topology),
             mode=self.mode,
+            program=program,
             peer_timeout_s=float(self.env.get(contract.PEER_TIMEOUT_VAR, self.peer_timeout_s)),
             heartbeat_timeout_s=heartbeat,
             env_key=env_key,

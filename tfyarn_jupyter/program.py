@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from . import spec
+from .contract import ESTIMATOR, FUNCTION, KERAS, UNKNOWN
 
-ESTIMATOR = "estimator"
-KERAS = "keras"
-FUNCTION = "function"
-UNKNOWN = "unknown"
+__all__ = ["ESTIMATOR", "FUNCTION", "KERAS", "UNKNOWN", "program_kind", "tensorflow_version"]
 
 _LIBRARY_PREFIXES = tuple(
     str(Path(p).resolve())

@@ -46,12 +46,31 @@ def drive(run, timeout: float = RUN_TIMEOUT_S, until=None) -> list:
 
 
 def remote_files(uri: str) -> set[str]:
+    """The names in an HDFS folder (none while it does not exist yet)."""
     path = filesystem.strip_scheme(uri)
-    return {name for name in filesystem.client().list(path)}
+    return set(filesystem.client().list(path)) if filesystem.exists(path) else set()
 
 
 def keras_env(strategy_needs_legacy: bool) -> dict[str, str]:
+    """Keras 3 trains neither strategy (README: the Keras table); tf-keras does."""
     return {"TF_USE_LEGACY_KERAS": "1"} if strategy_needs_legacy and TF >= (2, 16) else {}
+
+
+def test_a_strategy_keras_3_cannot_train_is_refused_before_anything_is_submitted(
+    sandbox, cancer, app_names, monkeypatch
+):
+    from tfyarn_jupyter import SpecError
+
+    # What the 2.21 environment has (set here so that both environments prove it).
+    monkeypatch.setattr(program, "tensorflow_version", lambda: (2, 21))
+
+    def experiment_fn():
+        return cancer.keras_experiment("hdfs:///nowhere")
+
+    name = unique("tfyarn-refused")
+    with pytest.raises(SpecError, match="TF_USE_LEGACY_KERAS"):
+        submit(experiment_fn, {"chief": SMALL, "worker": SMALL}, name=name)
+    assert name not in app_names()
 
 
 def test_keras_multi_worker_mirrored_trains_chief_and_two_workers_into_an_hdfs_model_dir(
@@ -61,7 +80,8 @@ def test_keras_multi_worker_mirrored_trains_chief_and_two_workers_into_an_hdfs_m
         return cancer.keras_experiment(hdfs_dir, epochs=2, steps_per_epoch=20)
 
     specs = {"chief": SMALL, "worker": TaskSpec("1G", 1, instances=2)}
-    run = submit(experiment_fn, specs, files=cancer_files, name=unique("tfyarn-mwms"))
+    run = submit(experiment_fn, specs, files=cancer_files, name=unique("tfyarn-mwms"),
+                 env=keras_env(strategy_needs_legacy=True))  # fmt: skip
     runs.append(run)
     result = run.wait(timeout=RUN_TIMEOUT_S)
     assert result.final_status == "SUCCEEDED"

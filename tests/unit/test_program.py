@@ -77,3 +77,24 @@ def test_an_estimator_with_workers_needs_a_ps_but_keras_and_functions_do_not(mon
 def test_the_installed_tensorflow_version_is_read_from_package_metadata():
     version = program.tensorflow_version()
     assert version is None or (version[0] >= 2 and version[1] >= 0)
+
+
+@pytest.mark.parametrize(
+    ("version", "env", "refused"),
+    [((2, 21), {}, True), ((2, 21), {"TF_USE_LEGACY_KERAS": "1"}, False), ((2, 15), {}, False)],
+)
+def test_keras_strategies_the_keras_in_use_cannot_train_are_refused_saying_what_works(
+    monkeypatch, version, env, refused
+):
+    monkeypatch.setattr(program, "tensorflow_version", lambda: version)
+    opts = LaunchOptions(env=env)
+    for specs in (
+        {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2)},
+        {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1), "ps": TaskSpec(512, 1)},
+    ):
+        if refused:
+            with pytest.raises(SpecError, match="TF_USE_LEGACY_KERAS"):
+                check_program(keras_fn, specs, opts)
+        else:
+            assert check_program(keras_fn, specs, opts) == program.KERAS
+    assert check_program(keras_fn, {"chief": TaskSpec(1024, 1)}, opts) == program.KERAS
