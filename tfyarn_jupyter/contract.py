@@ -46,9 +46,13 @@ HEARTBEAT_TIMEOUT_VAR = "TFYARN_HEARTBEAT_TIMEOUT"
 ACK_TIMEOUT_VAR = "TFYARN_ACK_TIMEOUT"
 ENV_KEY_VAR = "TFYARN_ENV_KEY"
 MODE_VAR = "TFYARN_MODE"
+PROGRAM_VAR = "TFYARN_PROGRAM"
 #: What a task runs: the Experiment (or KerasExperiment) ``experiment_fn`` returns, or the
 #: function itself in every task (tf-yarn's ``tf_yarn.distributed``).
 MODES = ("experiment", "function")
+#: What the client found ``experiment_fn`` returns (or a plain function): the program's kind.
+ESTIMATOR, KERAS, FUNCTION, UNKNOWN = "estimator", "keras", "function", "unknown"
+PROGRAMS = (ESTIMATOR, KERAS, FUNCTION, UNKNOWN)
 #: Settable on the nodes' side only: where unpacked environments are cached, how many kept.
 NODE_ENV_CACHE_VAR = "TFYARN_ENV_CACHE"
 NODE_ENV_KEEP_VAR = "TFYARN_ENV_KEEP"
@@ -56,6 +60,10 @@ NODE_ENV_KEEP_VAR = "TFYARN_ENV_KEEP"
 
 class ContractError(ValueError):
     """A task's environment does not hold a valid contract."""
+
+
+class StrategyError(ValueError):
+    """The program cannot train on this topology, or not with this Keras."""
 
 
 def _topology_text(topology: Mapping[str, int]) -> str:
@@ -87,6 +95,8 @@ class TaskContract:
     #: The environment's key, when the client shipped its own tar (see ``ENV_TAR``).
     env_key: str = ""
     mode: str = "experiment"
+    #: The program's kind as the client found it (``unknown``: the tasks tell by what it returns).
+    program: str = UNKNOWN
 
     def __post_init__(self) -> None:
         if not self.topology or any(n < 0 for n in self.topology.values()):
@@ -98,6 +108,10 @@ class TaskContract:
             raise ContractError(f"attempt must be >= 0, got {self.attempt}")
         if self.mode not in MODES:
             raise ContractError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.program not in PROGRAMS:
+            raise ContractError(
+                f"program must be one of {', '.join(PROGRAMS)}, got {self.program!r}"
+            )
 
     def to_env(self) -> dict[str, str]:
         """The contract as environment variables for the tasks."""
@@ -108,6 +122,7 @@ class TaskContract:
             HEARTBEAT_TIMEOUT_VAR: repr(float(self.heartbeat_timeout_s)),
             ACK_TIMEOUT_VAR: repr(float(self.ack_timeout_s)),
             MODE_VAR: self.mode,
+            PROGRAM_VAR: self.program,
         }
         if self.env_key:
             env[ENV_KEY_VAR] = self.env_key
@@ -134,7 +149,90 @@ class TaskContract:
             ack_timeout_s=seconds(ACK_TIMEOUT_VAR, ACK_TIMEOUT_S),
             env_key=env.get(ENV_KEY_VAR, ""),
             mode=env.get(MODE_VAR, "experiment"),
+            program=env.get(PROGRAM_VAR, UNKNOWN),
         )
 
     def with_attempt(self, attempt: int) -> TaskContract:
         return dataclasses.replace(self, attempt=attempt)
+
+
+# -- the strategy table -------------------------------------------------------------------------
+#: What trains, per topology: TensorFlow's own strategies, or an Estimator's own distribution.
+DEFAULT = "default"
+MULTI_WORKER_MIRRORED = "multi_worker_mirrored"
+PARAMETER_SERVER = "parameter_server"
+STRATEGIES = (DEFAULT, MULTI_WORKER_MIRRORED, PARAMETER_SERVER, ESTIMATOR)
+
+
+def strategy_for(kind: str, topology: Mapping[str, int]) -> str:
+    """How ``kind`` (estimator, keras or function) trains on ``topology``; why not if it cannot.
+
+    A ps means ParameterServerStrategy (the chief coordinates); several trainers
+    without one, MultiWorkerMirroredStrategy (worker 0 acts as chief when there
+    is no chief); a single trainer, the default strategy. An Estimator keeps its
+    own rules: a chief, and a ps beside any workers. A function gets the
+    strategy its topology implies; it builds it itself.
+    """
+    if kind not in (ESTIMATOR, KERAS, FUNCTION):
+        raise ValueError(f"kind must be {ESTIMATOR}, {KERAS} or {FUNCTION}, got {kind!r}")
+    chief, workers, ps = (topology.get(t, 0) for t in ("chief", "worker", "ps"))
+    if not chief and not workers:
+        raise StrategyError("nothing trains: add a chief, or workers (worker 0 acts as chief)")
+    if ps and not chief:
+        raise StrategyError('a "ps" needs a "chief" to coordinate parameter-server training')
+    if kind == ESTIMATOR:
+        if not chief:
+            raise StrategyError('an Estimator experiment needs a "chief"')
+        if workers and not ps:
+            raise StrategyError(
+                'an Estimator experiment trains with workers through a "ps": add "ps": '
+                "TaskSpec(...), or return a KerasExperiment for all-reduce training"
+            )
+        return ESTIMATOR
+    if ps:
+        if kind == KERAS and not workers:
+            raise StrategyError(
+                'ParameterServerStrategy trains on workers: add "worker" tasks beside the ps, '
+                "or drop the ps to train on the chief alone"
+            )
+        return PARAMETER_SERVER
+    return DEFAULT if chief + workers == 1 else MULTI_WORKER_MIRRORED
+
+
+#: The Keras a task builds models with (``tf.keras``): measured in /work/notes/keras_strategies.md.
+KERAS_2 = "tf.keras 2"  # TensorFlow 2.15 and earlier
+KERAS_3 = "Keras 3"  # TensorFlow 2.16 and later, by default
+TF_KERAS = "tf-keras"  # TensorFlow 2.16 and later with TF_USE_LEGACY_KERAS=1
+LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"
+#: What fails, with which Keras, under which strategy (everything else trains).
+KERAS_UNSUPPORTED: Mapping[tuple[str, str], str] = {
+    (KERAS_3, MULTI_WORKER_MIRRORED): (
+        "Keras 3's model.fit fails under MultiWorkerMirroredStrategy (it reduces the first "
+        "distributed batch into one tensor: ValueError: Attempt to convert a value "
+        "(PerReplica:...) with an unsupported type; keras-team/keras#20585)"
+    ),
+    (KERAS_3, PARAMETER_SERVER): (
+        "Keras 3 has no ParameterServerStrategy support in model.fit (no DatasetCreator; "
+        "ValueError: To use this dataset, you need to pass this dataset to "
+        "ClusterCoordinator.create_per_worker_dataset)"
+    ),
+}
+
+
+def keras_flavour(tf_version: tuple[int, int] | None, environ: Mapping[str, str]) -> str:
+    """Which Keras ``tf.keras`` is, from TensorFlow's version and the tasks' environment."""
+    if tf_version is not None and tf_version < (2, 16):
+        return KERAS_2
+    return TF_KERAS if environ.get(LEGACY_KERAS_VAR) in ("true", "True", "1") else KERAS_3
+
+
+def check_keras(strategy: str, flavour: str) -> None:
+    """Refuse a strategy that the Keras in use cannot train with, saying what works instead."""
+    why = KERAS_UNSUPPORTED.get((flavour, strategy))
+    if why:
+        raise StrategyError(
+            f"{strategy.replace('_', ' ')} training with {flavour}: {why}. Train with tf-keras "
+            f'instead: env={{"{LEGACY_KERAS_VAR}": "1"}} with the tf-keras release matching '
+            "TensorFlow in the environment, and the model built with tf.keras (not `import "
+            "keras`); or train on a chief alone"
+        )

@@ -4,9 +4,11 @@ Started as ``python -m tfyarn_jupyter.tasks`` by the service script
 (``service.sh``). It shares only :mod:`tfyarn_jupyter.contract` (what it is
 told) and :mod:`tfyarn_jupyter.events` (what it reports) with the client: it
 reports each step of its life to skein's key-value store, exchanges TensorFlow
-addresses with its peers there, builds ``TF_CONFIG``, and runs its role
-(chief or worker: train; ps: serve until the trainers end; evaluator: evaluate
-each new checkpoint and publish the metrics).
+addresses with its peers there, builds ``TF_CONFIG``, and runs its role. The
+roles live beside it: :mod:`~tfyarn_jupyter.train_estimator`,
+:mod:`~tfyarn_jupyter.train_keras` and :mod:`~tfyarn_jupyter.train_function`
+(a ps, and a worker under ParameterServerStrategy, serve until the trainers
+end); :mod:`~tfyarn_jupyter.progress` reports the trainers' progress.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
-from skein.model import ContainerState, FinalStatus
-
-from tfyarn_jupyter import events
+from tfyarn_jupyter import contract, events, hygiene, progress
 from tfyarn_jupyter.contract import PAYLOAD, TRAINERS, TaskContract
 
 
@@ -32,14 +33,28 @@ def _log(msg: str) -> None:
     print(f"tfyarn[{time.strftime('%H:%M:%S')}]: {msg}", file=sys.stderr, flush=True)
 
 
+def is_estimator(experiment: Any) -> bool:
+    return all(hasattr(experiment, f) for f in ("estimator", "train_spec", "eval_spec"))
+
+
+def is_keras(experiment: Any) -> bool:
+    return all(hasattr(experiment, f) for f in ("model", "model_dir", "train_params"))
+
+
 class Task:
-    """One task of the TensorFlow cluster, talking to its peers through skein."""
+    """One task of the TensorFlow cluster, talking to its peers through skein.
 
-    def __init__(self) -> None:
-        import skein
+    ``app`` stands for skein's application client (its ``kv`` store,
+    ``get_containers`` and ``shutdown``); by default the container's own.
+    """
 
-        self.app = skein.ApplicationClient.from_current()
-        container = os.environ["SKEIN_CONTAINER_ID"]
+    def __init__(self, app: Any = None, container_id: str | None = None) -> None:
+        if app is None:
+            import skein
+
+            app = skein.ApplicationClient.from_current()
+        self.app = app
+        container = container_id or os.environ["SKEIN_CONTAINER_ID"]
         self.type, _, index = container.rpartition("_")
         self.index = int(index)
         self.name = f"{self.type}:{self.index}"
@@ -48,9 +63,19 @@ class Task:
         self.attempt = self.contract.attempt
         self.peer_timeout = self.contract.peer_timeout_s
         self.heartbeat_timeout = self.contract.heartbeat_timeout_s
+        self.port_hold: hygiene.PortHold | None = None
 
     def put(self, kind: str, **payload: Any) -> None:
         self.app.kv[events.task_key(self.name, kind)] = events.encode(payload)
+
+    def log(self, msg: str) -> None:
+        """A line in the container's stderr."""
+        _log(msg)
+
+    def publish_metrics(self, step: int, metrics: dict[str, Any]) -> None:
+        """One evaluation's results, as the evaluator computes them."""
+        self.app.kv[events.metrics_key(step)] = events.encode({**metrics, "step": step})
+        _log(f"evaluation at step {step}: {metrics}")
 
     def snapshot(self) -> events.Events:
         return events.parse(self.app.kv.get_range())
@@ -62,14 +87,16 @@ class Task:
             f"{t}:{i}" for t in ("chief", "worker", "ps") for i in range(self.topology.get(t, 0))
         ]
 
+    @property
+    def chief(self) -> str:
+        """The task that checkpoints: the chief, or worker 0 when there is none."""
+        return "chief:0" if self.topology.get("chief") else "worker:0"
+
     def exchange_addresses(self) -> dict[str, list[str]]:
-        """Publish this task's address, wait (bounded) for every peer's."""
+        """Publish this task's address (its port held), wait (bounded) for every peer's."""
         if self.type != "evaluator":
-            host = socket.gethostname()
-            with socket.socket() as s:
-                s.bind(("", 0))
-                port = s.getsockname()[1]
-            self.put("init", address=f"{host}:{port}")
+            self.port_hold = hygiene.PortHold()
+            self.put("init", address=f"{socket.gethostname()}:{self.port_hold.port}")
         deadline = time.monotonic() + self.peer_timeout
         while True:
             ev = self.snapshot()
@@ -90,12 +117,35 @@ class Task:
             cluster.setdefault(t, []).append(ev.task(p)["init"]["address"])
         return cluster
 
+    def release_port(self) -> None:
+        """The task's TensorFlow server has bound its port (or none will): let it go."""
+        if self.port_hold is not None:
+            self.port_hold.release()
+
+    def ended(self, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` ended: reported their stop, or their container ended."""
+        names = set(names)
+        ev = self.snapshot()
+        done = {p for p in names if "stop" in ev.task(p)}
+        if done != names:
+            # A task killed from outside never reports its stop.
+            from skein.model import ContainerState
+
+            states = [ContainerState.SUCCEEDED, ContainerState.FAILED, ContainerState.KILLED]
+            # skein refuses a service the application does not have.
+            services = sorted({p.partition(":")[0] for p in names} & set(self.topology))
+            gone = self.app.get_containers(services=services, states=states)
+            done |= names & {f"{c.service_name}:{c.instance}" for c in gone}
+        return done
+
     def watch_client(self) -> None:
         """End the application when an attached client stops heartbeating."""
         if self.heartbeat_timeout <= 0:
             return
 
         def watch() -> None:
+            from skein.model import FinalStatus
+
             while True:
                 time.sleep(min(5.0, self.heartbeat_timeout / 3))
                 try:
@@ -115,26 +165,12 @@ class Task:
 
         threading.Thread(target=watch, name="tfyarn-heartbeat", daemon=True).start()
 
-    # -- roles -----------------------------------------------------------------
+    # -- life ------------------------------------------------------------------
     def run(self) -> int:
         self.put("container", host=socket.gethostname(), attempt=self.attempt, pid=os.getpid())
         self.watch_client()
-        try:
-            cluster = self.exchange_addresses()
-            os.environ["TF_CONFIG"] = json.dumps(
-                {"cluster": cluster, "task": {"type": self.type, "index": self.index}}
-            )
-            _log(f"{self.name} TF_CONFIG={os.environ['TF_CONFIG']}")
-            experiment = None if self.type == "ps" else self.build_experiment()
-            self.put("start")
-            if self.type == "ps":
-                self.serve(cluster)
-            elif self.type == "evaluator":
-                self.evaluate(experiment)
-            else:
-                self.train(experiment)
-        except BaseException:
-            tb = traceback.format_exc()
+        tb = self._run_role_reporting()
+        if tb:
             _log(f"{self.name} failed:\n{tb}")
             self.put("stop", traceback=tb, exit_code=1)
             self.wait_for_ack()
@@ -143,6 +179,29 @@ class Task:
         _log(f"{self.name} done")
         self.wait_for_ack()
         return 0
+
+    def _run_role_reporting(self) -> str:
+        """Join the cluster and run the role; the traceback if it failed, else ""."""
+        reporter = None
+        try:
+            cluster = self.exchange_addresses()
+            if self.port_hold is not None:
+                self.port_hold.release_when_listening()
+            os.environ["TF_CONFIG"] = json.dumps(
+                {"cluster": cluster, "task": {"type": self.type, "index": self.index}}
+            )
+            _log(f"{self.name} TF_CONFIG={os.environ['TF_CONFIG']}")
+            if self.type in TRAINERS:
+                reporter = progress.Reporter(progress.kv_writer(self.app.kv, self.name))
+                progress.install(reporter)
+            self.run_role(cluster)
+            return ""
+        except BaseException:
+            return traceback.format_exc()
+        finally:
+            self.release_port()
+            if reporter is not None:
+                reporter.flush()
 
     def wait_for_ack(self) -> None:
         """Give an attached client a moment to read this task's last events."""
@@ -153,94 +212,88 @@ class Task:
                 return
             time.sleep(0.2)
 
-    def build_experiment(self) -> Any:
+    # -- roles -----------------------------------------------------------------
+    def load_payload(self) -> Any:
         import cloudpickle
 
         with open(PAYLOAD, "rb") as fh:
-            experiment_fn = cloudpickle.load(fh)
-        experiment = experiment_fn()
-        if not all(hasattr(experiment, f) for f in ("estimator", "train_spec", "eval_spec")):
+            return cloudpickle.load(fh)
+
+    def build_experiment(self, experiment_fn: Any = None) -> Any:
+        """Call ``experiment_fn`` (by default the payload's) and check what it returns."""
+        experiment = (experiment_fn or self.load_payload())()
+        if not (is_estimator(experiment) or is_keras(experiment)):
             raise TypeError(
-                "experiment_fn must return Experiment(estimator, train_spec, eval_spec), "
+                "experiment_fn must return KerasExperiment(model, model_dir, train_params, ...) "
+                "or Experiment(estimator, train_spec, eval_spec), "
                 f"got {type(experiment).__name__}"
             )
         return experiment
 
-    def train(self, experiment: Any) -> None:
-        import tensorflow as tf
+    def run_role(self, cluster: dict[str, list[str]]) -> None:
+        """Train, serve or evaluate, as the task's type, the mode and the program say."""
+        from tfyarn_jupyter import train_estimator, train_keras
 
-        self.put("train_start")
-        tf.estimator.train_and_evaluate(
-            experiment.estimator, experiment.train_spec, experiment.eval_spec
-        )
-        self.put("train_stop")
+        if self.contract.mode == "function":
+            from tfyarn_jupyter import train_function
 
-    def serve(self, cluster: dict[str, list[str]]) -> None:
-        """Serve variables until every trainer reported its end."""
+            train_function.run(self, cluster)
+        elif self.type == "ps":
+            self.put("start")
+            self.serve(cluster, self.trainers())
+        elif self.type == "evaluator":
+            experiment = self.build_experiment()
+            self.put("start")
+            if is_estimator(experiment):
+                train_estimator.evaluate(self, experiment)
+            else:
+                train_keras.evaluate(self, experiment)
+        elif self.program() == contract.KERAS:
+            train_keras.run(self, cluster, self.load_payload())
+        else:
+            experiment_fn = self.load_payload()
+            experiment = self.build_experiment(experiment_fn)
+            if is_estimator(experiment):
+                self.put("start")
+                train_estimator.train(self, experiment)
+            else:  # the client could not tell: a Keras model built before its strategy
+                train_keras.run(self, cluster, experiment_fn, built=experiment)
+
+    def program(self) -> str:
+        """The program's kind: the client's finding, else what TensorFlow and the topology imply."""
+        if self.contract.program != contract.UNKNOWN:
+            return self.contract.program
+        chief, workers, ps = (self.topology.get(t, 0) for t in ("chief", "worker", "ps"))
+        if not chief or (workers and not ps) or not tf_has_estimator():
+            return contract.KERAS  # an Estimator needs a chief, a ps beside workers, TF < 2.16
+        return contract.UNKNOWN
+
+    def trainers(self) -> list[str]:
+        return [p for p in self.peers() if p.split(":")[0] in TRAINERS]
+
+    def serve(self, cluster: dict[str, list[str]], until: Iterable[str]) -> None:
+        """Serve TensorFlow (variables, or a worker's ops) until every task of ``until`` ended."""
         import tensorflow as tf
 
         tf.distribute.Server(
-            tf.train.ClusterSpec(cluster), job_name="ps", task_index=self.index, start=True
+            tf.train.ClusterSpec(cluster),
+            job_name=self.type,
+            task_index=self.index,
+            protocol="grpc",
+            start=True,
         )
-        trainers = {p for p in self.peers() if p.split(":")[0] in TRAINERS}
-        while True:
-            ev = self.snapshot()
-            done = {p for p in trainers if "stop" in ev.task(p)}
-            if done != trainers:
-                # A trainer killed from outside never reports its stop.
-                ended = [ContainerState.SUCCEEDED, ContainerState.FAILED, ContainerState.KILLED]
-                gone = self.app.get_containers(services=list(TRAINERS), states=ended)
-                done |= {f"{c.service_name}:{c.instance}" for c in gone}
-            if done >= trainers:
-                return
+        self.release_port()
+        until = set(until)
+        while self.ended(until) != until:
             time.sleep(1.0)
 
-    def evaluate(self, experiment: Any) -> None:
-        """Evaluate every new checkpoint until the final one; publish each result."""
-        import tensorflow as tf
 
-        estimator, train_spec, eval_spec = experiment
-        max_steps = train_spec.max_steps
+def tf_has_estimator() -> bool:
+    """TensorFlow 2.16 and later have no ``tf.estimator``: a program there is Keras."""
+    import tensorflow as tf
 
-        def trainers_done() -> bool:
-            ev = self.snapshot()
-            return all("stop" in ev.task(p) for p in self.peers() if p.startswith("chief"))
-
-        self.put("eval_start")
-        last_step = -1
-        for ckpt in tf.train.checkpoints_iterator(
-            estimator.model_dir,
-            min_interval_secs=eval_spec.throttle_secs,
-            timeout=2,
-            timeout_fn=trainers_done,
-        ):
-            try:
-                metrics = estimator.evaluate(
-                    eval_spec.input_fn,
-                    steps=eval_spec.steps,
-                    hooks=eval_spec.hooks,
-                    checkpoint_path=ckpt,
-                    name=eval_spec.name,
-                )
-            except (tf.errors.NotFoundError, ValueError) as exc:
-                # The chief may delete an old checkpoint while we open it.
-                _log(f"skipping {ckpt}: {exc}")
-                continue
-            step = int(metrics.get("global_step", -1))
-            self.app.kv[events.metrics_key(step)] = events.encode({"step": step, **metrics})
-            _log(f"evaluation at step {step}: {metrics}")
-            for exporter in eval_spec.exporters or ():
-                exporter.export(
-                    estimator,
-                    os.path.join(estimator.model_dir, "export", exporter.name),
-                    ckpt,
-                    metrics,
-                    bool(max_steps and step >= max_steps),
-                )
-            last_step = step
-            if max_steps and step >= max_steps:
-                break
-        self.put("eval_stop", last_step=last_step)
+    major, minor = (int(p) for p in tf.__version__.split(".")[:2])
+    return (major, minor) < (2, 16)
 
 
 def report_exit(code: int) -> int:
@@ -257,10 +310,13 @@ def report_exit(code: int) -> int:
     return code
 
 
-def main() -> int:
-    if sys.argv[1:2] == ["--exited"]:
-        return report_exit(int(sys.argv[2]))
-    task = Task()
+def main(argv: list[str] | None = None, app: Any = None) -> int:
+    """The container's entry point (``app`` stands in for skein's client in local tests)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--exited"]:
+        return report_exit(int(argv[1]))
+    hygiene.use_container_tmp()  # before TensorFlow is imported
+    task = Task(app)
     code = task.run()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -132,12 +132,12 @@ def test_seconds_from_a_checkpoint_saved_to_it_being_on_hdfs(hdfs, remote, tmp_p
         print()
 
 
+@pytest.mark.tf215_only
 def test_an_estimator_trains_into_hdfs_and_a_fresh_model_dir_restores_from_it(
     hdfs, remote, tmp_path, cancer
 ):
-    tf = pytest.importorskip("tensorflow")
-    if not hasattr(tf, "estimator"):
-        pytest.skip(f"no tf.estimator in TensorFlow {tf.__version__}")
+    import tensorflow as tf
+
     x_train, y_train, x_test, y_test = cancer.load_data()
 
     def estimator(model_dir: str):

@@ -1,0 +1,237 @@
+"""Container side: each trainer's progress (step, loss, steps per second) in the key-value store.
+
+A :class:`Reporter` writes one task's ``progress/<type:index>`` key (see
+:mod:`tfyarn_jupyter.events`), overwriting it, at most every ``min_interval_s``
+seconds and once more when training ends: one key per task however long the
+run, and one store write per task every 2 s at most. Training code feeds it
+through an Estimator hook (:func:`estimator_hook`), a Keras callback
+(:class:`ProgressCallback`) or :func:`report` for plain functions. The
+TensorFlow-facing classes are built on first use: importing this module
+imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tfyarn_jupyter import events
+
+#: The least time between two writes of one task's progress.
+MIN_INTERVAL_S = 2.0
+
+
+class Reporter:
+    """Throttled progress of one trainer, written through ``put(payload)``."""
+
+    def __init__(
+        self,
+        put: Callable[[Mapping[str, Any]], None],
+        min_interval_s: float = MIN_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._put = put
+        self.min_interval_s = min_interval_s
+        self._clock = clock
+        #: The point rates are measured from: the last write (or the start of training).
+        self._since = (0, clock())
+        self._pending: dict[str, Any] | None = None
+        self.writes = 0
+
+    def restart(self, step: int) -> None:
+        """Training (re)starts at ``step`` (a restored checkpoint's): rates count from here."""
+        self._since = (int(step), self._clock())
+
+    def due(self) -> bool:
+        """Whether a report now would be written (callers skip costly reads otherwise)."""
+        return self._clock() - self._since[1] >= self.min_interval_s
+
+    def report(self, step: int, loss: Any = None, **metrics: Any) -> bool:
+        """Record the latest figures; write them if the interval has passed. True if written."""
+        self._pending = {"step": int(step), "loss": loss, **metrics}
+        if not self.due():
+            return False
+        return self.flush()
+
+    def flush(self) -> bool:
+        """Write the latest figures if they are not written yet (at the end of training)."""
+        if self._pending is None:
+            return False
+        now = self._clock()
+        step0, t0 = self._since
+        payload = self._pending
+        elapsed = now - t0
+        payload["steps_per_s"] = (payload["step"] - step0) / elapsed if elapsed > 0 else 0.0
+        self._pending = None
+        self._since = (payload["step"], now)
+        try:
+            self._put(payload)
+        except Exception as exc:  # progress is best effort: never fail the training for it
+            print(f"tfyarn: progress not written: {exc}", file=sys.stderr, flush=True)
+            return False
+        self.writes += 1
+        return True
+
+
+def kv_writer(kv: Any, task: str) -> Callable[[Mapping[str, Any]], None]:
+    """``put`` for a :class:`Reporter`: the task's one progress key in skein's store."""
+    key = events.progress_key(task)
+
+    def put(payload: Mapping[str, Any]) -> None:
+        kv[key] = events.encode(payload)
+
+    return put
+
+
+_current: Reporter | None = None
+
+
+def install(reporter: Reporter | None) -> None:
+    """Make ``reporter`` the task's own (what :func:`report` and :class:`ProgressCallback` use)."""
+    global _current
+    _current = reporter
+
+
+def current() -> Reporter | None:
+    return _current
+
+
+def report(step: int, **metrics: Any) -> None:
+    """Report a plain function's progress (``loss=`` and any other figures); at most every 2 s.
+
+    A no-op outside a tfyarn_jupyter task, so the same function runs locally.
+    """
+    if _current is not None:
+        _current.report(step, **metrics)
+
+
+def number(value: Any) -> Any:
+    """A Python number from a tensor, a ParameterServerStrategy RemoteValue or a numpy value."""
+    if hasattr(value, "fetch"):
+        value = value.fetch()
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    if hasattr(value, "item"):
+        value = value.item()
+    return value
+
+
+class KerasProgress:
+    """The Keras callback's logic: the optimizer's step count and the batch logs, when due."""
+
+    model: Any  # set by Keras (``set_model``)
+
+    def __init__(self, reporter: Reporter | None = None) -> None:
+        self.reporter = reporter
+
+    def _reporter(self) -> Reporter | None:
+        return self.reporter if self.reporter is not None else _current
+
+    def _step(self) -> int:
+        return int(number(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs: Mapping[str, Any] | None = None) -> None:
+        rep = self._reporter()
+        if rep is not None:
+            rep.restart(self._step())
+
+    def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
+        rep = self._reporter()
+        if rep is not None and rep.due():
+            rep.report(self._step(), **figures(logs))
+
+    def on_train_end(self, logs: Mapping[str, Any] | None = None) -> None:
+        rep = self._reporter()
+        if rep is not None:
+            rep.report(self._step(), **figures(logs))
+            rep.flush()
+
+
+def figures(logs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Keras's logs as numbers (the batch's index and size left out)."""
+    return {k: number(v) for k, v in (logs or {}).items() if k not in ("batch", "size")}
+
+
+@functools.cache
+def _keras_callback_class() -> type:
+    import tensorflow as tf
+
+    class _ProgressCallback(KerasProgress, tf.keras.callbacks.Callback):
+        def __init__(self, reporter: Reporter | None = None) -> None:
+            tf.keras.callbacks.Callback.__init__(self)
+            KerasProgress.__init__(self, reporter)
+            # The logs may stay tensors (RemoteValues under ParameterServerStrategy): read
+            # only when a report is due, and batch hooks are allowed with a ps.
+            self._supports_tf_logs = True
+
+    _ProgressCallback.__name__ = _ProgressCallback.__qualname__ = "ProgressCallback"
+    return _ProgressCallback
+
+
+class ProgressCallback:
+    """A Keras callback reporting the task's step, loss and metrics (what a task adds to fit).
+
+    ``ProgressCallback()`` is an instance of the ``tf.keras`` callback class in
+    use (Keras 2, 3 or tf-keras). For plain functions that call ``fit``
+    themselves; outside a tfyarn_jupyter task it reports nothing.
+    """
+
+    def __new__(cls, reporter: Reporter | None = None) -> Any:
+        return _keras_callback_class()(reporter)
+
+
+class EstimatorProgress:
+    """The Estimator hook's logic: fetch the global step and the loss with each training step."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self.reporter = reporter
+        self.fetches: dict[str, Any] = {}
+        self.loss: Any = None
+
+    def begin(self) -> None:
+        import tensorflow as tf
+
+        v1 = tf.compat.v1
+        self.fetches = {"step": v1.train.get_global_step()}
+        loss = find_loss(v1.get_default_graph())
+        if loss is not None:
+            self.fetches["loss"] = loss
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        self.reporter.restart(int(session.run(self.fetches["step"])))
+
+    def after_run(self, run_context: Any, run_values: Any) -> None:
+        # The step is read as the run starts: this run's training step makes it one more.
+        results = run_values.results
+        self.loss = number(results.get("loss"))
+        self.reporter.report(int(results["step"]) + 1, loss=self.loss)
+
+    def end(self, session: Any) -> None:
+        self.reporter.report(int(session.run(self.fetches["step"])), loss=self.loss)
+        self.reporter.flush()
+
+
+def find_loss(graph: Any) -> Any:
+    """The Estimator's training loss: the last of the graph's ``losses`` collection (where
+    ``Estimator.train`` puts its spec's loss), else the input of its ``loss`` summary."""
+    losses = graph.get_collection("losses")
+    if losses:
+        return losses[-1]
+    for op in graph.get_operations():
+        if op.type == "ScalarSummary" and op.name.rsplit("/", 1)[-1] == "loss":
+            return op.inputs[1]
+    return None
+
+
+def estimator_hook(reporter: Reporter) -> Any:
+    """A ``SessionRunHook`` that reports the trainer's progress (added to ``train_spec.hooks``)."""
+    import tensorflow as tf
+
+    class ProgressHook(EstimatorProgress, tf.compat.v1.train.SessionRunHook):
+        def before_run(self, run_context: Any) -> Any:
+            return tf.compat.v1.train.SessionRunArgs(self.fetches)
+
+    return ProgressHook(reporter)
