@@ -25,7 +25,15 @@ def test_bench_refuses_without_hadoop_conf_dir():
 
 def test_sections_run_in_order_and_smoke_skips_only_the_sandbox_start():
     smoke = {name: enabled for name, _, enabled in sections(config(1, True, Path("out")))}
-    assert list(smoke) == ["bare", "watching", "packing", "sandbox", "launches", "tfyarn070"]
+    assert list(smoke) == [
+        "bare",
+        "watching",
+        "packing",
+        "hdfs",
+        "sandbox",
+        "launches",
+        "tfyarn070",
+    ]
     assert [name for name, enabled in smoke.items() if not enabled] == ["sandbox"]
     assert all(enabled for _, _, enabled in sections(config(5, False, Path("out"))))
 
