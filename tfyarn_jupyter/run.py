@@ -106,6 +106,11 @@ class Run:
         return len(self.attempts) - 1
 
     @property
+    def spec(self) -> skein.ApplicationSpec | None:
+        """The application spec submitted (None for a run this process did not launch)."""
+        return self._prepared.spec if self._prepared else None
+
+    @property
     def source(self) -> StatusSource:
         """What reads the current attempt's state from YARN."""
         return self._source

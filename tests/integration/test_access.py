@@ -170,7 +170,7 @@ def guarded(sandbox, tmp_path_factory) -> Iterator[Guarded]:
 
 
 def test_run_is_owned_by_the_submitter_with_owner_only_default_acls(guarded):
-    spec = guarded.run._spec
+    spec = guarded.run.spec
     assert spec is not None
     owner = filesystem.hadoop_user()
     acls = spec.acls
