@@ -59,7 +59,8 @@ def test_experiment_fn_returning_something_else_fails_the_run_saying_what_it_ret
     runs.append(run)
     err, _ = wait_failed(run)
     assert err.task == "chief:0"
-    assert "experiment_fn must return Experiment(estimator, train_spec, eval_spec)" in str(err)
+    assert "experiment_fn must return KerasExperiment(" in str(err)
+    assert "or Experiment(estimator, train_spec, eval_spec), got dict" in str(err)
     assert "got dict" in err.traceback
     assert err.status is not None and err.status.app.final_status == "FAILED"
 
