@@ -62,20 +62,19 @@ def _names(fn: types.FunctionType) -> set[str]:
 
 
 def _neighbours(fn: types.FunctionType, names: set[str]) -> Iterator[Any]:
-    """What ``fn`` refers to: its globals by the names it uses, its closure's cells."""
+    """What ``fn`` refers to: its closure's cells and its globals by the names it uses;
+    for a module among them, its attributes by those names (``module.attr`` calls)."""
+    values = []
     for cell in fn.__closure__ or ():
         try:
-            yield cell.cell_contents
+            values.append(cell.cell_contents)
         except ValueError:  # an empty cell
             continue
-    for name in names:
-        value = fn.__globals__.get(name)
+    values += [fn.__globals__[n] for n in names if n in fn.__globals__]
+    for value in values:
+        yield value
         if isinstance(value, types.ModuleType):
-            yield value
-            # `module.attr` calls: the attribute names are among the names too.
             yield from (getattr(value, n) for n in names if hasattr(value, n))
-        elif value is not None:
-            yield value
 
 
 def program_kind(fn: Callable[..., Any], limit: int = 500) -> str:

@@ -98,3 +98,24 @@ def test_keras_strategies_the_keras_in_use_cannot_train_are_refused_saying_what_
         else:
             assert check_program(keras_fn, specs, opts) == program.KERAS
     assert check_program(keras_fn, {"chief": TaskSpec(1024, 1)}, opts) == program.KERAS
+
+
+def test_a_module_captured_by_a_closure_is_followed_like_a_global(tmp_path):
+    (tmp_path / "closuremod_kind.py").write_text(
+        "from tfyarn_jupyter import KerasExperiment\n"
+        "def experiment(d):\n    return KerasExperiment(None, d, {})\n"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import closuremod_kind  # type: ignore[import-not-found]
+
+        def make(module):
+            def experiment_fn():
+                return module.experiment("x")
+
+            return experiment_fn
+
+        assert program.program_kind(make(closuremod_kind)) == program.KERAS
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("closuremod_kind", None)
