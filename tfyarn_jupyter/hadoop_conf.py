@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 GPU_LABEL = "gpu"
@@ -49,9 +50,15 @@ class Layout:
     ports: dict[str, int]
     user: str
     host: str = "127.0.0.1"
+    #: Port name to hostname, for daemons at a host of their own (else :attr:`host`).
+    hosts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def host_of(self, name: str) -> str:
+        """The host that serves port ``name``."""
+        return self.hosts.get(name, self.host)
 
     def addr(self, name: str) -> str:
-        return f"{self.host}:{self.ports[name]}"
+        return f"{self.host_of(name)}:{self.ports[name]}"
 
     @property
     def default_fs(self) -> str:
@@ -88,7 +95,7 @@ def hdfs_site(layout: Layout) -> dict[str, str]:
         "dfs.datanode.address": layout.addr("datanode"),
         "dfs.datanode.http.address": layout.addr("datanode_http"),
         "dfs.datanode.ipc.address": layout.addr("datanode_ipc"),
-        "dfs.datanode.hostname": layout.host,
+        "dfs.datanode.hostname": layout.host_of("datanode"),
         "dfs.client.use.datanode.hostname": "true",
         "dfs.permissions.enabled": "true",
         "dfs.permissions.superusergroup": "supergroup",
@@ -103,7 +110,7 @@ def hdfs_site(layout: Layout) -> dict[str, str]:
 def yarn_site(layout: Layout) -> dict[str, str]:
     """Properties shared by the ResourceManager, NodeManagers and clients."""
     return {
-        "yarn.resourcemanager.hostname": layout.host,
+        "yarn.resourcemanager.hostname": layout.host_of("rm"),
         "yarn.resourcemanager.address": layout.addr("rm"),
         "yarn.resourcemanager.scheduler.address": layout.addr("rm_scheduler"),
         "yarn.resourcemanager.resource-tracker.address": layout.addr("rm_tracker"),
@@ -158,7 +165,7 @@ def nodemanager_site(layout: Layout, nm: str) -> dict[str, str]:
     base = layout.root / "nm" / nm
     props.update(
         {
-            "yarn.nodemanager.hostname": layout.host,
+            "yarn.nodemanager.hostname": layout.host_of(f"nm_{nm}"),
             "yarn.nodemanager.address": layout.addr(f"nm_{nm}"),
             "yarn.nodemanager.localizer.address": layout.addr(f"nm_{nm}_localizer"),
             "yarn.nodemanager.webapp.address": layout.addr(f"nm_{nm}_http"),

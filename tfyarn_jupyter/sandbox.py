@@ -11,18 +11,19 @@ ends exactly the processes that ``start`` made.
 This module is the :class:`Sandbox` and the ``tfyarn-sandbox`` command; what
 the sandbox is made of is in :mod:`tfyarn_jupyter.sandbox_conf`, the jars and
 JDK in :mod:`tfyarn_jupyter.hadoop_jars`, and the probes of its running
-daemons in :mod:`tfyarn_jupyter.sandbox_daemons`.
+daemons in :mod:`tfyarn_jupyter.sandbox_daemons`. ``start --kerberos``, ``--ha``,
+``--viewfs`` and ``--hosts`` make sandboxes shaped like production clusters
+(:mod:`tfyarn_jupyter.sandbox_shape`, started by :mod:`tfyarn_jupyter.sandbox_shaped`);
+the command line is :mod:`tfyarn_jupyter.sandbox_cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import getpass
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -34,11 +35,12 @@ from typing import Any
 import psutil
 import requests
 
-from . import sandbox_conf, sandbox_daemons
+from . import sandbox_conf, sandbox_daemons, sandbox_shape, sandbox_shaped
 from .hadoop_conf import Layout
 from .hadoop_jars import ensure_hadoop_jars, find_java_home, locked
 from .sandbox_conf import DAEMONS, HADOOP_VERSION, SandboxError, default_root, parse_ports
 from .sandbox_daemons import ensure_cluster_label, nodes_ready, prepare_hdfs, rm_nodes, safemode_off
+from .sandbox_shape import Shape
 
 
 @dataclasses.dataclass
@@ -47,6 +49,8 @@ class Sandbox:
 
     root: Path = dataclasses.field(default_factory=default_root)
     fixed_ports: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    #: The shape ``start`` makes; None: the one the state records (else the default).
+    shape: Shape | None = None
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).absolute()
@@ -72,14 +76,40 @@ class Sandbox:
         except (FileNotFoundError, json.JSONDecodeError):
             return None
 
+    def _save_state(self, state: Mapping[str, Any]) -> None:
+        self.state_file.write_text(json.dumps(state, indent=1))
+
+    def current_shape(self) -> Shape:
+        """The shape the sandbox was last started with (the default if never)."""
+        return Shape.from_state(self._state())
+
     def layout(self) -> Layout:
         state = self._state()
         if state is None:
             raise SandboxError(f"no sandbox at {self.root}: run `tfyarn-sandbox start`")
+        if "shape" in state:
+            return sandbox_shaped.layout_of(self.root, state)
         return Layout(self.root, Path(state["lib"]), state["ports"], state["user"])
 
-    def env(self) -> dict[str, str]:
-        """What a client needs to reach this sandbox (skein, the yarn/hdfs CLIs)."""
+    def unset_vars(self, user: str | None = None) -> list[str]:
+        """What a client must unset besides :meth:`env`: a simple identity under Kerberos,
+        or (on a shaped sandbox) one that ``env --user`` set before."""
+        shape = self.current_shape()
+        drop = shape.kerberos or (user is None and not shape.is_default)
+        return ["HADOOP_USER_NAME"] if drop else []
+
+    def env(self, user: str | None = None) -> dict[str, str]:
+        """What a client needs to reach this sandbox (skein, the yarn/hdfs CLIs).
+
+        ``user``: whom the client is, with a fresh ticket from its keytab on a
+        Kerberized sandbox (default: the sandbox's user), else ``HADOOP_USER_NAME``.
+        """
+        base = self._base_env()
+        if user is None and "shape" not in (self._state() or {}):
+            return base
+        return sandbox_shaped.env(self.layout(), self.current_shape(), base, user)
+
+    def _base_env(self) -> dict[str, str]:
         layout = self.layout()
         java_home = self._state()["java_home"]  # type: ignore[index]
         path = os.environ.get("PATH", "")
@@ -94,14 +124,17 @@ class Sandbox:
 
     # -- health ----------------------------------------------------------------
     def _pid_alive(self, name: str, pid: int) -> bool:
-        return sandbox_daemons.pid_alive(self.root, name, pid)
+        main = None if name in DAEMONS else sandbox_shaped.daemon_main(name)
+        return sandbox_daemons.pid_alive(self.root, name, pid, main)
 
     def _sandbox_processes(self) -> list[psutil.Process]:
         """Daemons and containers of this sandbox (by command line or working dir)."""
         return sandbox_daemons.sandbox_processes(self.root)
 
-    @staticmethod
-    def _ready(layout: Layout) -> bool:
+    def _ready(self, layout: Layout) -> bool:
+        shape = self.current_shape()
+        if not shape.is_default:
+            return sandbox_shaped.ready(layout, shape)
         return safemode_off(layout) and nodes_ready(layout)
 
     def status(self) -> dict:
@@ -126,6 +159,7 @@ class Sandbox:
             "daemons": daemons,
             "root": str(self.root),
             "ports": state.get("ports", {}),
+            "shape": Shape.from_state(state).flags(),
         }
 
     # -- start -----------------------------------------------------------------
@@ -133,9 +167,15 @@ class Sandbox:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, JAVA_HOME=str(java_home), HADOOP_CONF_DIR=str(layout.conf_dir))
         env.pop("HADOOP_USER_NAME", None)
+        env.pop("KRB5CCNAME", None)
+        shape = self.current_shape()
+        if shape.is_default:
+            cmd = sandbox_conf.java_command(layout, java_home, name)
+        else:
+            cmd = sandbox_shape.java_command(layout, java_home, shape, name)
         with open(self.log_dir / f"{name}.log", "ab") as log:
             return subprocess.Popen(
-                sandbox_conf.java_command(layout, java_home, name),
+                cmd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -175,16 +215,35 @@ class Sandbox:
     def start(self, timeout: float = 180.0) -> dict[str, str]:
         """Start the sandbox, or reuse a healthy one; return its client environment."""
         with locked(self.root / ".lock"):
+            shape = self._shape_to_start()
             if self.status()["ready"]:
                 return self.env()
             self._stop_processes()
-            layout, java_home, state = self._configure()
             try:
-                self._boot(layout, java_home, state, timeout)
+                if shape.is_default:
+                    layout, java_home, state = self._configure()
+                    self._boot(layout, java_home, state, timeout)
+                else:
+                    layout, java_home, state = sandbox_shaped.configure(self, shape)
+                    sandbox_shaped.boot(self, layout, java_home, state, timeout)
             except BaseException:
                 self._stop_processes()
                 raise
             return self.env()
+
+    def _shape_to_start(self) -> Shape:
+        """The requested shape, which must be the recorded one if the sandbox has a state."""
+        state = self._state()
+        if self.shape is None or state is None:
+            return self.shape or self.current_shape()
+        recorded = self.current_shape()
+        if self.shape != recorded:
+            was = " ".join(recorded.flags()) or "no options"
+            raise SandboxError(
+                f"the sandbox at {self.root} was made with {was}: stop it and remove the "
+                "folder, or use another TFYARN_SANDBOX_DIR"
+            )
+        return recorded
 
     def _configure(self) -> tuple[Layout, Path, dict[str, Any]]:
         """Ports, jars, JDK, configuration and launchers; the state file, with no pids yet."""
@@ -268,6 +327,11 @@ class Sandbox:
         if state.get("pids"):
             state["pids"] = {}
             self.state_file.write_text(json.dumps(state, indent=1))
+        sandbox_shaped.cleanup(self.root, state)
+
+    def failover(self) -> tuple[str, str, float]:
+        """Switch the active NameNode of an ``--ha`` sandbox: (old, new, seconds taken)."""
+        return sandbox_shaped.failover(self.layout(), self.current_shape())
 
     def stop(self) -> None:
         """End this sandbox's daemons (by pid) and any container they left."""
@@ -282,8 +346,9 @@ class Sandbox:
         :meth:`start` waits for the daemon to be back instead of restarting
         the whole cluster; the daemon is restarted even when the block fails.
         """
-        if name not in DAEMONS:
-            raise SandboxError(f"unknown daemon {name!r}: one of {', '.join(DAEMONS)}")
+        daemons = sandbox_shape.daemons(self.current_shape())
+        if name not in daemons:
+            raise SandboxError(f"unknown daemon {name!r}: one of {', '.join(daemons)}")
         with locked(self.root / ".lock"):
             state = self._state()
             if state is None:
@@ -306,6 +371,7 @@ class Sandbox:
                 spawned = self._spawn(layout, java_home, name)
                 state["pids"][name] = spawned.pid
                 self.state_file.write_text(json.dumps(state, indent=1))
+                sandbox_shaped.restarted(self, layout, name, spawned, timeout)
                 self._wait(
                     "all daemons back and both NodeManagers RUNNING with their labels",
                     lambda: self._ready(layout),
@@ -315,55 +381,10 @@ class Sandbox:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tfyarn-sandbox",
-        description="A real single-host Hadoop YARN + HDFS cluster for tfyarn_jupyter.",
-    )
-    parser.add_argument("--dir", type=Path, default=None, help="sandbox folder")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p_start = sub.add_parser("start", help="start (or reuse) the sandbox")
-    p_start.add_argument(
-        "--port", action="append", default=[], metavar="NAME=PORT", help="fix one port"
-    )
-    sub.add_parser("stop", help="stop the sandbox's daemons and containers")
-    sub.add_parser("status", help="report each daemon and whether the cluster is ready")
-    sub.add_parser("env", help="print the shell exports that point clients at the sandbox")
-    p_logs = sub.add_parser("logs", help="print a daemon's log (or list them)")
-    p_logs.add_argument("daemon", nargs="?", choices=DAEMONS)
-    p_logs.add_argument("-n", type=int, default=100, help="lines from the end")
-    args = parser.parse_args(argv)
-    try:
-        box = Sandbox(
-            args.dir or default_root(),
-            fixed_ports=parse_ports(",".join(getattr(args, "port", []))),
-        )
-        if args.cmd == "start":
-            t0 = time.monotonic()
-            box.start()
-            print(f"sandbox ready in {time.monotonic() - t0:.1f}s at {box.root}", file=sys.stderr)
-            print('point a shell at it with: eval "$(tfyarn-sandbox env)"', file=sys.stderr)
-        elif args.cmd == "stop":
-            box.stop()
-        elif args.cmd == "status":
-            st = box.status()
-            for name, d in st["daemons"].items():
-                print(f"{name:16} pid {d['pid']:>7}  {'running' if d['alive'] else 'DOWN'}")
-            print(f"cluster: {'ready' if st['ready'] else 'NOT ready'} ({st['root']})")
-            return 0 if st["ready"] else 1
-        elif args.cmd == "env":
-            for k, v in box.env().items():
-                print(f"export {k}={shlex.quote(v)}")
-        elif args.cmd == "logs":
-            if args.daemon is None:
-                for p in sorted(box.log_dir.glob("*.log")):
-                    print(p)
-            else:
-                lines = (box.log_dir / f"{args.daemon}.log").read_text(errors="replace")
-                print("\n".join(lines.splitlines()[-args.n :]))
-    except SandboxError as exc:
-        print(f"tfyarn-sandbox: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    """The ``tfyarn-sandbox`` command (see :mod:`tfyarn_jupyter.sandbox_cli`)."""
+    from .sandbox_cli import main as cli
+
+    return cli(argv)
 
 
 if __name__ == "__main__":

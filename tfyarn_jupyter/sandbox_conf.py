@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from . import hadoop_conf
@@ -69,6 +69,8 @@ YARN_CLI = {
     "queue": "org.apache.hadoop.yarn.client.cli.QueueCLI",
     "version": "org.apache.hadoop.util.VersionInfo",
 }
+#: Ports only some sandbox shapes have (see :mod:`tfyarn_jupyter.sandbox_shape`).
+SHAPE_PORT_NAMES = ("namenode2_rpc", "namenode2_http", "kdc")
 HDFS_CLI = {
     "classpath": "org.apache.hadoop.util.Classpath",
     "dfs": "org.apache.hadoop.fs.FsShell",
@@ -104,13 +106,13 @@ def bin_dir(root: Path) -> Path:
 def parse_ports(spec: str | None) -> dict[str, int]:
     """Parse ``"rm=8032,namenode_rpc=9000"`` into a port map, checking names."""
     out: dict[str, int] = {}
+    known = (*hadoop_conf.PORT_NAMES, *SHAPE_PORT_NAMES)
     for item in filter(None, (spec or "").split(",")):
         name, sep, value = item.partition("=")
         name = name.strip()
-        if not sep or name not in hadoop_conf.PORT_NAMES or not value.strip().isdigit():
+        if not sep or name not in known or not value.strip().isdigit():
             raise SandboxError(
-                f"bad port setting {item!r}: use NAME=PORT with NAME one of "
-                f"{', '.join(hadoop_conf.PORT_NAMES)}"
+                f"bad port setting {item!r}: use NAME=PORT with NAME one of {', '.join(known)}"
             )
         out[name] = int(value)
     return out
@@ -139,8 +141,12 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
-def choose_ports(fixed: Mapping[str, int], previous: Mapping[str, int]) -> dict[str, int]:
-    """Every port name mapped: the fixed ones, else the previous run's if free, else new.
+def choose_ports(
+    fixed: Mapping[str, int],
+    previous: Mapping[str, int],
+    names: Sequence[str] = hadoop_conf.PORT_NAMES,
+) -> dict[str, int]:
+    """Every port of ``names`` mapped: the fixed ones, else the previous run's if free, else new.
 
     Reusing the previous ports keeps a restarted sandbox where its clients'
     configuration already points; a fixed port that is taken is an error.
@@ -151,31 +157,40 @@ def choose_ports(fixed: Mapping[str, int], previous: Mapping[str, int]) -> dict[
                 f"port {port} ({name}) is already in use: free it, or pick another "
                 f"with TFYARN_SANDBOX_PORTS={name}=PORT (or --port {name}=PORT)"
             )
-    reuse = {
-        n: p
-        for n, p in previous.items()
-        if n in hadoop_conf.PORT_NAMES and n not in fixed and port_free(p)
-    }
-    missing = [n for n in hadoop_conf.PORT_NAMES if n not in fixed and n not in reuse]
+    reuse = {n: p for n, p in previous.items() if n in names and n not in fixed and port_free(p)}
+    missing = [n for n in names if n not in fixed and n not in reuse]
     fresh = dict(zip(missing, free_ports(len(missing)), strict=True))
     return {**reuse, **fresh, **fixed}
 
 
 # -- files -----------------------------------------------------------------------
-def write_conf(layout: Layout) -> None:
-    """The client's and each NodeManager's configuration folder, and the web app stubs."""
+def conf_folders(layout: Layout) -> dict[Path, dict[str, dict[str, str]]]:
+    """Each configuration folder (the client's, each NodeManager's) and its files' properties."""
     files = {
         "core-site.xml": hadoop_conf.core_site(layout),
         "hdfs-site.xml": hadoop_conf.hdfs_site(layout),
         "yarn-site.xml": hadoop_conf.yarn_site(layout),
         "capacity-scheduler.xml": hadoop_conf.capacity_scheduler(layout),
     }
-    dirs = {layout.conf_dir: None, **{layout.nm_conf_dir(nm): nm for nm in NODEMANAGERS}}
-    for d, nm in dirs.items():
+    folders = {layout.conf_dir: files}
+    for nm in NODEMANAGERS:
+        folders[layout.nm_conf_dir(nm)] = {
+            **files,
+            "yarn-site.xml": hadoop_conf.nodemanager_site(layout, nm),
+        }
+    return folders
+
+
+def write_conf(layout: Layout) -> None:
+    """The client's and each NodeManager's configuration folder, and the web app stubs."""
+    write_folders(layout, conf_folders(layout))
+
+
+def write_folders(layout: Layout, folders: Mapping[Path, Mapping[str, dict[str, str]]]) -> None:
+    """Render ``folders`` (see :func:`conf_folders`), a log4j file in each, the web app stubs."""
+    for d, files in folders.items():
         d.mkdir(parents=True, exist_ok=True)
         for fname, props in files.items():
-            if nm is not None and fname == "yarn-site.xml":
-                props = hadoop_conf.nodemanager_site(layout, nm)
             (d / fname).write_bytes(hadoop_conf.to_xml(props))
         (d / "log4j.properties").write_text(hadoop_conf.LOG4J)
     # HDFS's HTTP servers (WebHDFS, JMX) look their web apps up on the
@@ -186,8 +201,15 @@ def write_conf(layout: Layout) -> None:
     (layout.conf_dir / "log4j-cli.properties").write_text(cli_log)
 
 
-def launcher_script(tool: str, classes: Mapping[str, str], layout: Layout, java_home: Path) -> str:
+def launcher_script(
+    tool: str,
+    classes: Mapping[str, str],
+    layout: Layout,
+    java_home: Path,
+    jvm_opts: Sequence[str] = (),
+) -> str:
     """A ``/bin/sh`` script running ``tool SUBCOMMAND ARGS`` as the matching Hadoop class."""
+    opts = "".join(f"{o} " for o in jvm_opts)
     # ApplicationCLI reads which of its commands it runs from argv[0].
     again = {sub: '; set -- "$sub" "$@"' for sub, c in classes.items() if "Application" in c}
     cases = "\n".join(
@@ -203,37 +225,58 @@ case "$sub" in
 {cases}
   *) echo "{tool}: unknown command '$sub' (known: {" ".join(classes)})" >&2; exit 2 ;;
 esac
-exec "{java_home}/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \\
+exec "{java_home}/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC {opts}\\
   -Dlog4j.configuration=file:{layout.conf_dir}/log4j-cli.properties \\
   -cp "$HADOOP_CONF_DIR:{layout.lib}/*" "$class" "$@"
 """
 
 
-def write_launchers(layout: Layout, java_home: Path) -> None:
-    """The executable ``yarn`` and ``hdfs`` scripts in the sandbox's ``bin`` folder."""
+def write_launchers(
+    layout: Layout,
+    java_home: Path,
+    jvm_opts: Sequence[str] = (),
+    more_hdfs: Mapping[str, str] | None = None,
+) -> None:
+    """The executable ``yarn`` and ``hdfs`` scripts in the sandbox's ``bin`` folder.
+
+    ``jvm_opts`` go on every command's ``java`` line; ``more_hdfs`` adds ``hdfs``
+    subcommands (such as ``haadmin`` for two NameNodes).
+    """
     folder = bin_dir(layout.root)
     folder.mkdir(parents=True, exist_ok=True)
-    for tool, classes in (("yarn", YARN_CLI), ("hdfs", HDFS_CLI)):
+    for tool, classes in (("yarn", YARN_CLI), ("hdfs", {**HDFS_CLI, **(more_hdfs or {})})):
         path = folder / tool
-        path.write_text(launcher_script(tool, classes, layout, java_home))
+        path.write_text(launcher_script(tool, classes, layout, java_home, jvm_opts))
         path.chmod(0o755)
 
 
-def java_command(layout: Layout, java_home: Path, name: str, *args: str) -> list[str]:
+def java_command(
+    layout: Layout,
+    java_home: Path,
+    name: str,
+    *args: str,
+    conf: Path | None = None,
+    jvm_opts: Sequence[str] = (),
+    classpath: Sequence[Path] = (),
+) -> list[str]:
     """The command line of daemon ``name`` (one of :data:`DAEMONS`), with extra ``args``.
 
     ``-Dtfyarn.sandbox=<root>`` marks the process as this sandbox's, which is
-    how a stop finds it again.
+    how a stop finds it again. ``conf`` replaces the daemon's configuration
+    folder, ``jvm_opts`` add JVM settings and ``classpath`` folders go first on the
+    class path (all three for the sandbox's shapes).
     """
-    conf = layout.conf_dir
-    if name.startswith("nodemanager-"):
-        conf = layout.nm_conf_dir(name.split("-", 1)[1])
+    if conf is None:
+        conf = layout.conf_dir
+        if name.startswith("nodemanager-"):
+            conf = layout.nm_conf_dir(name.split("-", 1)[1])
     return [
         str(java_home / "bin" / "java"),
         f"-Xmx{DAEMON_HEAP[name]}",
         "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1",
         *JAVA17_OPENS,
+        *jvm_opts,
         f"-Dhadoop.log.dir={log_dir(layout.root)}",
         f"-Dyarn.log.dir={log_dir(layout.root)}",
         f"-Dhadoop.home.dir={layout.root}",
@@ -241,7 +284,7 @@ def java_command(layout: Layout, java_home: Path, name: str, *args: str) -> list
         f"-Dlog4j.configuration=file:{conf}/log4j.properties",
         f"-Dtfyarn.sandbox={layout.root}",
         "-cp",
-        f"{conf}:{layout.root / 'web'}:{layout.lib}/*",
+        ":".join([*map(str, classpath), f"{conf}:{layout.root / 'web'}:{layout.lib}/*"]),
         DAEMON_MAIN[name],
         *args,
     ]

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import psutil
 import requests
@@ -20,15 +24,51 @@ import requests
 from .hadoop_conf import GPU_LABEL, Layout
 from .sandbox_conf import DAEMON_MAIN, SandboxError, bin_dir
 
+#: ``get(url, params)``: a daemon's JSON answer (plain HTTP, or SPNEGO on a Kerberized sandbox).
+JsonGet = Callable[[str, Mapping[str, str]], Any]
 
-def pid_alive(root: Path, name: str, pid: int) -> bool:
-    """Whether ``pid`` still runs daemon ``name`` of the sandbox at ``root``."""
+
+def plain_get(url: str, params: Mapping[str, str]) -> Any:
+    """GET ``url`` over plain HTTP and decode its JSON."""
+    resp = requests.get(url, params=dict(params), timeout=5)
+    resp.raise_for_status()
+    return resp.json()
+
+
+def command_path(name: str) -> str:
+    """Where command ``name`` is (``PATH``, then the system folders a root shell has)."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    return found or name
+
+
+def ensure_commands(packages: Mapping[str, str]) -> None:
+    """Install the Debian package of each missing command (``{command: package}``), quietly.
+
+    Needs root; the package lists are refreshed only when the install fails without.
+    """
+    missing = sorted({pkg for cmd, pkg in packages.items() if command_path(cmd) == cmd})
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise SandboxError(f"the sandbox needs {', '.join(missing)}: apt-get install them as root")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
+    proc = subprocess.run(install, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
+        proc = subprocess.run(install, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SandboxError(f"installing {', '.join(missing)} failed: {proc.stderr[-2000:]}")
+
+
+def pid_alive(root: Path, name: str, pid: int, main: str | None = None) -> bool:
+    """Whether ``pid`` still runs daemon ``name`` (main class or program ``main``) at ``root``."""
     try:
         proc = psutil.Process(pid)
         cmd = proc.cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
-    return DAEMON_MAIN[name] in cmd and any(str(root) in part for part in cmd)
+    return (main or DAEMON_MAIN[name]) in cmd and any(str(root) in part for part in cmd)
 
 
 def sandbox_processes(root: Path) -> list[psutil.Process]:
@@ -45,26 +85,25 @@ def sandbox_processes(root: Path) -> list[psutil.Process]:
     return mine
 
 
-def rm_nodes(layout: Layout) -> list[dict]:
+def rm_nodes(layout: Layout, get: JsonGet | None = None) -> list[dict]:
     """The ResourceManager's node list (its REST API's ``nodes.node``)."""
     url = f"http://{layout.addr('rm_http')}/ws/v1/cluster/nodes"
-    resp = requests.get(url, timeout=5)
-    resp.raise_for_status()
-    return (resp.json().get("nodes") or {}).get("node") or []
+    return ((get or plain_get)(url, {}).get("nodes") or {}).get("node") or []
 
 
-def safemode_off(layout: Layout) -> bool:
-    """HDFS is out of safe mode and has at least one live DataNode (NameNode JMX)."""
-    url = f"http://{layout.addr('namenode_http')}/jmx"
+def safemode_off(layout: Layout, get: JsonGet | None = None, port: str = "namenode_http") -> bool:
+    """HDFS is out of safe mode and has at least one live DataNode (the JMX of the
+    NameNode whose web port is ``port``)."""
+    url = f"http://{layout.addr(port)}/jmx"
     qry = "Hadoop:service=NameNode,name=NameNodeInfo"
-    beans = requests.get(url, params={"qry": qry}, timeout=5).json()["beans"]
+    beans = (get or plain_get)(url, {"qry": qry})["beans"]
     info = beans[0]
     return not info.get("Safemode") and len(json.loads(info["LiveNodes"])) >= 1
 
 
-def nodes_ready(layout: Layout) -> bool:
+def nodes_ready(layout: Layout, get: JsonGet | None = None) -> bool:
     """Exactly both NodeManagers are RUNNING, the gpu one with its label, the cpu one without."""
-    nodes = [n for n in rm_nodes(layout) if n.get("state") == "RUNNING"]
+    nodes = [n for n in rm_nodes(layout, get) if n.get("state") == "RUNNING"]
     labels = {n["id"].rsplit(":", 1)[1]: n.get("nodeLabels") or [] for n in nodes}
     want = {
         str(layout.ports["nm_cpu"]): [],
@@ -86,16 +125,22 @@ def prepare_hdfs(layout: Layout) -> None:
     client.set_permission(home, "755")
 
 
-def ensure_cluster_label(layout: Layout) -> None:
-    """Add the exclusive ``gpu`` node label to the ResourceManager unless it has it."""
+def ensure_cluster_label(
+    layout: Layout, get: JsonGet | None = None, env: Mapping[str, str] | None = None
+) -> None:
+    """Add the exclusive ``gpu`` node label to the ResourceManager unless it has it.
+
+    ``get`` reads the REST API and ``env`` is added to ``yarn rmadmin``'s environment
+    (a Kerberized sandbox's ticket cache).
+    """
     url = f"http://{layout.addr('rm_http')}/ws/v1/cluster/get-node-labels"
-    labels = requests.get(url, timeout=5).json() or {}
+    labels = (get or plain_get)(url, {}) or {}
     items = labels.get("nodeLabelInfo") or []
     if isinstance(items, dict):
         items = [items]
     if any(i.get("name") == GPU_LABEL for i in items):
         return
-    env = dict(os.environ, HADOOP_CONF_DIR=str(layout.conf_dir))
+    env = dict(os.environ, HADOOP_CONF_DIR=str(layout.conf_dir), **(env or {}))
     proc = subprocess.run(
         [str(bin_dir(layout.root) / "yarn"), "rmadmin", "-addToClusterNodeLabels",
          f"{GPU_LABEL}(exclusive=true)"],
@@ -103,3 +148,25 @@ def ensure_cluster_label(layout: Layout) -> None:
     )  # fmt: skip
     if proc.returncode != 0:
         raise SandboxError(f"adding the node label {GPU_LABEL!r} failed: {proc.stderr[-2000:]}")
+
+
+def curl(env: Mapping[str, str], method: str, url: str, params: Mapping[str, str]) -> str:
+    """``method url?params`` with SPNEGO as ``env``'s ticket; the body (failures raise)."""
+    full = f"{url}?{urlencode(dict(params))}" if params else url
+    cmd = ["curl", "-sS", "-f", "--negotiate", "-u", ":", "--max-time", "10"]
+    proc = subprocess.run(
+        [*cmd, "-X", method, full],
+        capture_output=True, text=True, env=dict(os.environ, **env), timeout=30,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise requests.ConnectionError(f"{method} {full}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def negotiate_get(env: Mapping[str, str]) -> JsonGet:
+    """A :data:`JsonGet` that authenticates with SPNEGO as ``env``'s ticket."""
+
+    def get(url: str, params: Mapping[str, str]) -> object:
+        return json.loads(curl(env, "GET", url, params))
+
+    return get
