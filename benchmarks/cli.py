@@ -14,6 +14,7 @@ import benchmarks
 
 from .bare import bare_skein, sandbox_start
 from .core import Bench, Config, config
+from .current_tf import current_tf
 from .hdfs_clients import hdfs_clients
 from .launches import launches
 from .packing import packing
@@ -69,7 +70,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="output folder")
     parser.add_argument("--only", default="",
                         help="comma-separated sections: launches,packing,hdfs,watching,bare,"
-                             "sandbox,tfyarn070 (default: all)")  # fmt: skip
+                             "sandbox,tfyarn070,current_tf (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be >= 1")
@@ -86,6 +87,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("sandbox", sandbox_start, cfg.sandbox_start),
         ("launches", launches, True),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
+        ("current_tf", current_tf, not cfg.smoke),
     ]
 
 

@@ -23,7 +23,7 @@ def test_bench_refuses_without_hadoop_conf_dir():
     assert "HADOOP_CONF_DIR is not set" in proc.stderr
 
 
-def test_sections_run_in_order_and_smoke_skips_only_the_sandbox_start():
+def test_sections_run_in_order_and_smoke_skips_the_sandbox_start_and_the_keras_runs():
     smoke = {name: enabled for name, _, enabled in sections(config(1, True, Path("out")))}
     assert list(smoke) == [
         "bare",
@@ -33,8 +33,9 @@ def test_sections_run_in_order_and_smoke_skips_only_the_sandbox_start():
         "sandbox",
         "launches",
         "tfyarn070",
+        "current_tf",
     ]
-    assert [name for name, enabled in smoke.items() if not enabled] == ["sandbox"]
+    assert [name for name, enabled in smoke.items() if not enabled] == ["sandbox", "current_tf"]
     assert all(enabled for _, _, enabled in sections(config(5, False, Path("out"))))
 
 
