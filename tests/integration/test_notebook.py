@@ -342,7 +342,7 @@ def test_local_module_edited_between_runs_ships_its_new_source_with_or_without_r
 # -- bad arguments ----------------------------------------------------------------------------
 BAD_LINES = [
     ("--chief 2X/4", ["--chief", "2X/4"]),
-    ("--chief 512M/1 --worker 1G/1", ["--ps"]),
+    ("--chief 512M/1 --worker 1G/1x0", ["--worker"]),
     ("--trainer 1G/1", ["--trainer"]),
     ("--chief 512M/1 --gpu trainer", ["--gpu", "trainer"]),
     ("--chief 512M/1 --evaluator 1G/1x2", ["--evaluator"]),
