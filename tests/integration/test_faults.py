@@ -361,7 +361,7 @@ def test_cancel_ends_killed_keeps_checkpoints_and_logs_stay_readable(
     figure("cancel-aggregated-logs-readable", time.monotonic() - t1)
     assert logs.source == "aggregated"
     assert "chief:0 TF_CONFIG=" in logs.stderr
-    assert "TF_CONFIG=" not in logs["stdout"]  # stdout and stderr were told apart
+    assert "TF_CONFIG=" not in logs.stdout  # stdout and stderr were told apart
     ev_logs = run.logs("evaluator:0")
     assert ev_logs.source == "aggregated" and "evaluator:0 TF_CONFIG=" in ev_logs.stderr
 
