@@ -115,6 +115,7 @@ def check_program(
     kind = contract.FUNCTION if options.mode == "function" else program.program_kind(experiment_fn)
     tf_version = program.tensorflow_version()
     program.check_estimator(kind, tf_version)
+    program.check_legacy_keras(options.env)
     if kind == program.UNKNOWN:
         return kind
     topology = {t: s.instances for t, s in task_specs.items()}

@@ -187,7 +187,7 @@ def _parse_files(items: list[str]) -> dict[str, Path]:
         target = target or Path(path).name
         try:
             exists = Path(path).expanduser().exists()
-        except RuntimeError:  # ~user of an unknown user
+        except (RuntimeError, OSError):  # ~user of an unknown user; a name too long
             exists = False
         if not exists:
             raise UsageError(f"%%tfyarn --file {item!r}: {path} does not exist")

@@ -35,8 +35,12 @@ def check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Path
     """``{target name: absolute source}``; each source exists, each target is a plain name."""
     out: dict[str, Path] = {}
     for target, source in (files or {}).items():
-        path = Path(source).expanduser()
-        if not path.exists():
+        try:
+            path = Path(source).expanduser()
+            exists = path.exists()
+        except (RuntimeError, OSError):  # ~user of an unknown user; a name too long
+            exists = False
+        if not exists:
             raise SpecError(f"files[{target!r}]: {source} does not exist")
         if "/" in target.strip("/") or target in contract.RESERVED_NAMES:
             raise SpecError(f"files: {target!r} is not a plain name for the container's folder")

@@ -12,10 +12,11 @@ later, a strategy the Keras in use does not support) is refused here.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import sys
 import sysconfig
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -123,4 +124,17 @@ def check_estimator(kind: str, tf_version: tuple[int, int] | None) -> None:
             f"TensorFlow {tf_version[0]}.{tf_version[1]}, which has no tf.estimator "
             "(removed in 2.16): return a KerasExperiment(model, model_dir, train_params, ...) "
             "instead, or run a function with mode='function'; or use TensorFlow 2.15"
+        )
+
+
+def check_legacy_keras(environ: Mapping[str, str], installed: bool | None = None) -> None:
+    """``TF_USE_LEGACY_KERAS=1`` makes TensorFlow import tf-keras, which must be shipped."""
+    if environ.get("TF_USE_LEGACY_KERAS") not in ("1", "true", "True"):
+        return
+    if installed is None:
+        installed = importlib.util.find_spec("tf_keras") is not None
+    if not installed:
+        raise spec.SpecError(
+            "env TF_USE_LEGACY_KERAS=1 makes TensorFlow use tf-keras, which this environment "
+            "lacks: pip install the tf-keras release matching TensorFlow, or drop the variable"
         )

@@ -211,6 +211,7 @@ _FLAG = re.compile(r"--[a-z-]+|%%tfyarn:")
 @example("--retries " + "9" * 5000)  # beyond int()'s digit limit
 @example("--chief 1G/" + "1" * 5000)
 @example("--file ~nosuchuser/x.py")  # expanduser() raised RuntimeError
+@example("--file=" + "9" * 5000)  # exists() raised OSError: file name too long
 def test_any_line_gives_launch_args_or_a_usage_error_naming_the_argument(line: str) -> None:
     try:
         args = parse_launch(line)

@@ -87,6 +87,7 @@ def test_keras_strategies_the_keras_in_use_cannot_train_are_refused_saying_what_
     monkeypatch, version, env, refused
 ):
     monkeypatch.setattr(program, "tensorflow_version", lambda: version)
+    monkeypatch.setattr(program.importlib.util, "find_spec", lambda name: object())  # tf-keras
     opts = LaunchOptions(env=env)
     for specs in (
         {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2)},
@@ -119,3 +120,10 @@ def test_a_module_captured_by_a_closure_is_followed_like_a_global(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("closuremod_kind", None)
+
+
+def test_legacy_keras_asked_for_without_tf_keras_installed_is_refused():
+    with pytest.raises(SpecError, match=r"tf-keras.*lacks"):
+        program.check_legacy_keras({"TF_USE_LEGACY_KERAS": "1"}, installed=False)
+    program.check_legacy_keras({"TF_USE_LEGACY_KERAS": "1"}, installed=True)
+    program.check_legacy_keras({}, installed=False)
