@@ -150,9 +150,21 @@ class KerasProgress:
             rep.flush()
 
 
-def figures(logs: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Keras's logs as numbers (the batch's index and size left out)."""
-    return {k: number(v) for k, v in (logs or {}).items() if k not in ("batch", "size")}
+def figures(logs: Any) -> dict[str, Any]:
+    """Keras's logs as numbers (the batch's index and size left out).
+
+    Under ParameterServerStrategy the logs may be one ``RemoteValue`` of the
+    whole dict: it is fetched. What cannot be read is left out: progress never
+    fails training.
+    """
+    if logs is not None and not isinstance(logs, Mapping) and hasattr(logs, "fetch"):
+        try:
+            logs = logs.fetch()
+        except Exception:
+            return {}
+    if not isinstance(logs, Mapping):
+        return {}
+    return {k: number(v) for k, v in logs.items() if k not in ("batch", "size")}
 
 
 @functools.cache

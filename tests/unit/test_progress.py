@@ -237,3 +237,20 @@ def test_the_packages_task_side_names_load_without_tensorflow():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_logs_that_are_one_remote_value_are_fetched_and_unreadable_ones_left_out():
+    from tfyarn_jupyter.progress import figures
+
+    class Remote:  # a ParameterServerStrategy RemoteValue of the whole logs dict
+        def __init__(self, value):
+            self.value = value
+
+        def fetch(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+
+    assert figures(Remote({"loss": 0.5, "batch": 3})) == {"loss": 0.5}
+    assert figures(Remote(RuntimeError("worker gone"))) == {}
+    assert figures(object()) == {}
