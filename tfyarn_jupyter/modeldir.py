@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,8 +37,8 @@ TMP_MARK = ".tfyarn-tmp-"
 CHUNK = 8 * 2**20
 #: Files uploaded at once: each waits ~0.5 s for HDFS to close it.
 UPLOADS = 8
-#: Files of a TensorFlow checkpoint (V2 data/index, V1 meta) or of the Keras callback.
-_CKPT_FILE = re.compile(r"\.(index|meta|data-\d+-of-\d+)$|\.weights\.h5$")
+#: Files of a TensorFlow checkpoint (V2 data/index, V1 meta).
+_CKPT_FILE = re.compile(r"\.(index|meta|data-\d+-of-\d+)$")
 _LATEST, _ALL = "model_checkpoint_path", "all_model_checkpoint_paths"
 _TEXT_ENTRY = re.compile(rf'^\s*({_LATEST}|{_ALL})\s*:\s*"(.*)"\s*$')
 
@@ -76,35 +76,24 @@ def files_of(prefix: str, names: Iterable[str]) -> list[str]:
 
 @dataclass
 class Index:
-    """A ``checkpoint`` index: TensorFlow's text format, or the Keras callback's JSON."""
+    """A ``checkpoint`` index in TensorFlow's text format."""
 
     latest: str
     paths: list[str]
-    extra: dict[str, Any] = field(default_factory=dict)
-    is_json: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Index | None:
         """The index in ``text``, or None. Entries become file names: TensorFlow writes
         absolute local paths, and checkpoints are at the top of their model dir."""
-        is_json, extra = text.lstrip().startswith("{"), {}
-        if is_json:
-            with contextlib.suppress(ValueError):
-                extra = json.loads(text)
-            latest, paths = extra.pop(_LATEST, None), list(extra.pop(_ALL, None) or [])
-        else:
-            ms = [m for m in map(_TEXT_ENTRY.match, text.splitlines()) if m]
-            entries = [(m[1], codecs.escape_decode(m[2].encode())[0].decode()) for m in ms]
-            latest = next((v for k, v in reversed(entries) if k == _LATEST), None)
-            paths = [v for k, v in entries if k == _ALL]
+        ms = [m for m in map(_TEXT_ENTRY.match, text.splitlines()) if m]
+        entries = [(m[1], codecs.escape_decode(m[2].encode())[0].decode()) for m in ms]
+        latest = next((v for k, v in reversed(entries) if k == _LATEST), None)
         if not latest:
             return None
-        paths = [posixpath.basename(p) for p in paths or [latest]]
-        return cls(posixpath.basename(latest), paths, extra, is_json)
+        paths = [posixpath.basename(v) for k, v in entries if k == _ALL] or [latest]
+        return cls(posixpath.basename(latest), paths)
 
     def render(self) -> str:
-        if self.is_json:
-            return json.dumps({_LATEST: self.latest, _ALL: self.paths, **self.extra})
         lines = [f"{_LATEST}: {json.dumps(self.latest)}"]
         lines += [f"{_ALL}: {json.dumps(p)}" for p in self.paths]
         return "\n".join(lines) + "\n"
@@ -232,7 +221,7 @@ class ModelDir:
             self._upload(files)
             return None
         paths = [p for p in index.paths if p in self._prefix_files or p == index.latest]
-        self._upload(files, Index(index.latest, paths, index.extra, index.is_json))
+        self._upload(files, Index(index.latest, paths))
         self._committed, self._prefix_files[index.latest] = index.latest, ckpt
         saved = max(local[rel].st_mtime for rel in [*ckpt, INDEX] if rel in local)
         size, self.last_push_s = sum(local[rel].st_size for rel in ckpt), time.time() - saved
@@ -284,7 +273,7 @@ class ModelDir:
             if index:
                 _log(f"{self.uri}: its index names {index.latest}, which is not there")
             return None
-        text = Index(index.latest, [index.latest], index.extra, index.is_json).render()
+        text = Index(index.latest, [index.latest]).render()
         _write_local(os.path.join(self.local, INDEX), text)  # the local index last, too
         self._committed, self._prefix_files[index.latest] = index.latest, ckpt
         return os.path.join(self.local, index.latest)
@@ -339,60 +328,3 @@ def estimator_listener(md: ModelDir) -> Any:
             md.push_checkpoint()
 
     return PushListener()
-
-
-def record_keras_checkpoint(md: ModelDir, name: str, epoch: int, step: int, keep: int) -> None:
-    """Name ``name`` in the local index (JSON, with epoch and step); keep the last ``keep``."""
-    old = md.local_index()
-    paths = [p for p in (old.paths if old and old.is_json else []) if p != name] + [name]
-    for stale in paths[:-keep]:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(md.local, stale))
-    index = Index(name, paths[-keep:], {"epoch": epoch, "step": step}, is_json=True)
-    _write_local(os.path.join(md.local, INDEX), index.render())
-
-
-def keras_checkpoint_callback(md: ModelDir, every_epoch: bool = True, *, keep: int = 3) -> Any:
-    """A ``tf.keras`` callback (Keras 3, tf-keras or Keras 2) saving and pushing weights:
-    ``{md.local}/ckpt-<n>.weights.h5``, ``n`` the epochs done (``every_epoch``), else the
-    step at the end of training. Only the pushing task needs it; every trainer calls
-    :func:`keras_restore`, so that the replicas start equal."""
-    import tensorflow as tf
-
-    class HdfsCheckpoint(tf.keras.callbacks.Callback):
-        epoch = 0
-
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            self.epoch = epoch + 1
-            if every_epoch:
-                self._save(self.epoch)
-
-        def on_train_end(self, logs: Any = None) -> None:
-            if not every_epoch:
-                self._save(int(self.model.optimizer.iterations.numpy()))
-
-        def _save(self, n: int) -> None:
-            name = f"ckpt-{n}.weights.h5"
-            self.model.save_weights(os.path.join(md.local, name))
-            step = int(self.model.optimizer.iterations.numpy())
-            record_keras_checkpoint(md, name, self.epoch, step, keep)
-            _push_logged(md)
-
-    return HdfsCheckpoint()
-
-
-def keras_restore(model: Any, md: ModelDir) -> int:
-    """Load the latest weights the callback saved (pulled first); the epoch to resume from
-    (``fit(initial_epoch=...)``), 0 when there is no checkpoint yet."""
-    if md.remote and not md.pulled:
-        md.pull()
-    index = md.local_index()
-    if index is None:
-        return 0
-    if not index.latest.endswith(".h5"):
-        raise ValueError(f"{md.uri}: {index.latest} is not keras_checkpoint_callback's weights")
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None and getattr(optimizer, "built", True) is False:
-        optimizer.build(model.trainable_variables)  # Keras 3 restores its state too
-    model.load_weights(os.path.join(md.local, index.latest))
-    return int(index.extra.get("epoch", 0))

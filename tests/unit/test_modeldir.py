@@ -386,7 +386,7 @@ def test_only_the_chief_or_the_first_worker_without_a_chief_pushes(tmp_path, fs)
     assert md.push_checkpoint() is None and md.push_all() is None and not fs.files
 
 
-def test_the_index_reads_tensorflows_text_format_and_the_keras_json():
+def test_the_index_reads_tensorflows_text_format():
     text = (
         'model_checkpoint_path: "/data/run 1/model.ckpt-3"\n'
         'all_model_checkpoint_paths: "/data/run 1/model.ckpt-2"\n'
@@ -397,9 +397,6 @@ def test_the_index_reads_tensorflows_text_format_and_the_keras_json():
     index = Index.parse(text)
     assert index == Index("model.ckpt-3", ["model.ckpt-2", "model.ckpt-3", "café.ckpt"])
     assert Index.parse(Index("a", ["a"]).render()) == Index("a", ["a"])
-    keras = Index("ckpt-2.weights.h5", ["ckpt-1.weights.h5", "ckpt-2.weights.h5"], {"epoch": 2},
-                  is_json=True)  # fmt: skip
-    assert Index.parse(keras.render()) == keras
     assert Index.parse("") is None and Index.parse("{not json") is None
     assert Index.parse('all_model_checkpoint_paths: "x"') is None
 
@@ -414,30 +411,3 @@ class FakeModel:
     def load_weights(self, path: str) -> None:
         assert Path(path).exists()
         self.loaded.append(path)
-
-
-def test_keras_weights_are_indexed_pushed_and_restored_with_their_epoch(tmp_path, chief, fs):
-    model = FakeModel()
-    assert modeldir.keras_restore(model, reader(tmp_path, fs, "empty")) == 0 and not model.loaded
-    for epoch in (1, 2, 3):
-        name = f"ckpt-{epoch}.weights.h5"
-        model.save_weights(os.path.join(chief.local, name))
-        modeldir.record_keras_checkpoint(chief, name, epoch, step=epoch * 10, keep=2)
-        chief.push_checkpoint()
-    assert not Path(chief.local, "ckpt-1.weights.h5").exists()  # keep=2
-    assert {n for n in fs.under() if n.endswith(".h5")} == {
-        "ckpt-2.weights.h5",
-        "ckpt-3.weights.h5",
-    }
-    index = fs.index()
-    assert index is not None and index.is_json and index.extra == {"epoch": 3, "step": 30}
-    fresh = reader(tmp_path, fs)
-    assert modeldir.keras_restore(model, fresh) == 3
-    assert model.loaded == [os.path.join(fresh.local, "ckpt-3.weights.h5")]
-
-
-def test_keras_restore_refuses_a_tensorflow_checkpoint(tmp_path, chief, fs):
-    save(chief.local, 100)
-    chief.push_checkpoint()
-    with pytest.raises(ValueError, match="not keras_checkpoint_callback"):
-        modeldir.keras_restore(FakeModel(), reader(tmp_path, fs))
