@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
+
+from tfyarn_jupyter import sandbox_hosts
+from tfyarn_jupyter.sandbox import Sandbox
+from tfyarn_jupyter.sandbox_shape import Shape
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -109,3 +116,44 @@ def launch(runs, cancer_files):
         return run
 
     return start
+
+
+#: The production shape the secure suite runs on.
+SECURE_SHAPE = Shape(kerberos=True, ha=True, viewfs=True, hosts=True)
+
+
+@pytest.fixture(scope="session")
+def secure_box(tmp_path_factory) -> Iterator[Sandbox]:
+    """The shaped sandbox (``--kerberos --ha --viewfs --hosts``), ready for the session.
+
+    A box already running at ``TFYARN_SECURE_SANDBOX_DIR`` is reused and left running;
+    one started here is stopped at the end and checked to have taken back everything
+    its start added (processes, ``/etc/hosts`` lines, loopback addresses).
+    """
+    if os.geteuid() != 0:
+        pytest.fail("the secure suite needs root (a KDC, Unix accounts, loopback addresses)")
+    given = os.environ.get("TFYARN_SECURE_SANDBOX_DIR")
+    root = Path(given) if given else tmp_path_factory.mktemp("secure")
+    box = Sandbox(root, shape=SECURE_SHAPE)
+    reused = bool(given) and box.status()["ready"]
+    t0 = time.monotonic()
+    box.start(timeout=300)
+    how = "reused" if reused else "ready"
+    flags = " ".join(SECURE_SHAPE.flags())
+    print(f"secure sandbox ({flags}) {how} in {time.monotonic() - t0:.1f}s")
+    try:
+        yield box
+    finally:
+        if not reused:
+            state = box._state() or {}
+            box.stop()
+            _assert_all_gone(box, state)
+
+
+def _assert_all_gone(box: Sandbox, state: dict) -> None:
+    for pid in (state.get("pids") or {}).values():
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie", pid
+    assert box._sandbox_processes() == []
+    assert sandbox_hosts.marker(box.root) not in sandbox_hosts.HOSTS_FILE.read_text()
+    ours = {h["address"] for h in (state.get("hosts") or {}).values()}
+    assert ours and not ours & set(sandbox_hosts.loopback_addresses())

@@ -20,14 +20,12 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
-import psutil
 import pytest
 import requests
 import skein
 
-from tfyarn_jupyter import sandbox_ha, sandbox_hosts
+from tfyarn_jupyter import sandbox_ha
 from tfyarn_jupyter.sandbox import Sandbox
 from tfyarn_jupyter.sandbox_daemons import negotiate_get
 from tfyarn_jupyter.sandbox_shape import Shape
@@ -37,33 +35,6 @@ pytestmark = pytest.mark.secure
 SHAPE = Shape(kerberos=True, ha=True, viewfs=True, hosts=True)
 APP_TIMEOUT_S = 300.0
 FINAL = ("FINISHED", "FAILED", "KILLED")
-
-
-@pytest.fixture(scope="session")
-def secure_box(tmp_path_factory) -> Iterator[Sandbox]:
-    """The shaped sandbox, started once; stopped (and checked to be gone) at the end."""
-    if os.geteuid() != 0:
-        pytest.skip("the secure sandbox needs root: a KDC, Unix accounts, loopback addresses")
-    root = Path(os.environ.get("TFYARN_SECURE_SANDBOX_DIR") or tmp_path_factory.mktemp("secure"))
-    box = Sandbox(root, shape=SHAPE)
-    try:
-        t0 = time.monotonic()
-        box.start(timeout=300)
-        print(f"secure sandbox ({' '.join(SHAPE.flags())}) ready in {time.monotonic() - t0:.1f}s")
-        yield box
-    finally:
-        state = box._state() or {}
-        box.stop()
-        _assert_all_gone(box, state)
-
-
-def _assert_all_gone(box: Sandbox, state: dict) -> None:
-    for pid in (state.get("pids") or {}).values():
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie", pid
-    assert box._sandbox_processes() == []
-    assert sandbox_hosts.marker(box.root) not in sandbox_hosts.HOSTS_FILE.read_text()
-    ours = {h["address"] for h in (state.get("hosts") or {}).values()}
-    assert ours and not ours & set(sandbox_hosts.loopback_addresses())
 
 
 def as_user(box: Sandbox, user: str, **extra: str) -> dict[str, str]:
