@@ -128,7 +128,16 @@ class ModelDir:
             import hdfs_native
 
             authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
-            self.client = hdfs_native.Client(authority)
+            try:
+                self.client = hdfs_native.Client(authority)
+            except RuntimeError as exc:  # hdfs-native's viewfs wants a linkFallback
+                if parts.scheme != "viewfs" or "fallback" not in str(exc):
+                    raise
+                from . import client_conf  # the mount table, to its nameservice
+
+                conf = client_conf.load(os.environ.get("HADOOP_CONF_DIR", "."))
+                fs, self.path = conf.resolve(uri)
+                self.client = hdfs_native.Client(fs)
 
     def _remote(self, rel: str) -> str:
         return posixpath.join(self.path, rel)

@@ -1,4 +1,7 @@
-"""HDFS access through WebHDFS (tfyarn_jupyter.filesystem) against the sandbox's NameNode."""
+"""HDFS access through hdfs-native (tfyarn_jupyter.filesystem) against the sandbox's NameNode.
+
+The secure sandbox (Kerberos, HA, viewfs) has its own: test_secure_filesystem.py.
+"""
 
 from __future__ import annotations
 
@@ -49,3 +52,28 @@ def test_upload_replaces_an_existing_file_atomically(hdfs_dir, tmp_path):
     filesystem.upload(local, f"{hdfs_dir}/f.txt")
     assert filesystem.read_bytes(f"{hdfs_dir}/f.txt") == b"second version"
     assert filesystem.client().list(hdfs_dir) == ["f.txt"]
+
+
+def test_missing_paths_and_strangers_get_hdfs_errors_by_kind(hdfs_dir, monkeypatch):
+    assert filesystem.exists(hdfs_dir) is False
+    with pytest.raises(filesystem.HdfsNotFound, match=f"{hdfs_dir}/nope"):
+        filesystem.read_bytes(f"{hdfs_dir}/nope")
+    assert filesystem.status(f"{hdfs_dir}/nope", strict=False) is None
+    uri = filesystem.write_bytes(f"{hdfs_dir}/secret", b"mine")
+    assert filesystem.exists(uri) and filesystem.status(hdfs_dir)["permission"] == "700"
+    # Another user (simple authentication: HADOOP_USER_NAME) is refused by the NameNode.
+    monkeypatch.setenv("HADOOP_USER_NAME", "tfyarn-stranger")
+    with pytest.raises(filesystem.HdfsPermissionDenied, match="user=tfyarn-stranger"):
+        filesystem.read_bytes(uri)
+    monkeypatch.undo()
+    assert filesystem.read_bytes(uri) == b"mine"
+
+
+def test_walk_lists_folders_top_down(hdfs_dir):
+    for name in ("a/x", "a/b/y", "z"):
+        filesystem.write_bytes(f"{hdfs_dir}/{name}", name.encode())
+    assert list(filesystem.client().walk(hdfs_dir)) == [
+        (hdfs_dir, ["a"], ["z"]),
+        (f"{hdfs_dir}/a", ["b"], ["x"]),
+        (f"{hdfs_dir}/a/b", [], ["y"]),
+    ]

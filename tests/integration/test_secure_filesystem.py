@@ -1,0 +1,239 @@
+"""The client's HDFS (tfyarn_jupyter.filesystem) and the tasks' tokens on the secure sandbox.
+
+``--kerberos --ha --viewfs --hosts``: ``fs.defaultFS=viewfs://tfyarn/`` with a mount
+table and no fallback link, two NameNodes behind ``tfyarn-ns``, Kerberos tickets for
+``alice`` and ``mallory``, delegation tokens that must be renewed every 3 minutes (at
+most 15). The client acts as a user by its environment (``KRB5CCNAME``), set here in
+``os.environ`` for the test's duration; tasks have no ticket, only the tokens skein
+asked for (:func:`filesystem.token_targets`). Select with ``-m secure``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import skein
+
+from tfyarn_jupyter import filesystem, sandbox_ha
+from tfyarn_jupyter.sandbox import Sandbox
+
+pytestmark = pytest.mark.secure
+
+VIEWFS = "viewfs://tfyarn"
+NAMESERVICE = f"hdfs://{sandbox_ha.NAMESERVICE}"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def as_user(box: Sandbox, user: str) -> dict[str, str]:
+    """A full process environment acting as ``user`` (a fresh ticket, no simple identity)."""
+    env = {**os.environ, **box.env(user)}
+    for name in box.unset_vars(user):
+        env.pop(name, None)
+    return env
+
+
+@contextlib.contextmanager
+def acting_as(box: Sandbox, user: str) -> Iterator[None]:
+    """This process is ``user`` (its ticket cache) until the block ends."""
+    saved, env = dict(os.environ), as_user(box, user)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture
+def alice(secure_box) -> Iterator[Sandbox]:
+    with acting_as(secure_box, "alice"):
+        yield secure_box
+
+
+@pytest.fixture
+def alice_dir(alice) -> Iterator[str]:
+    """A fresh folder under alice's home (a viewfs path), deleted afterwards."""
+    path = f"{filesystem.home()}/.tfyarn/test-secure-fs-{uuid.uuid4().hex[:8]}"
+    yield path
+    with acting_as(alice, "alice"):
+        filesystem.delete(path, recursive=True)
+
+
+# -- the client as alice ---------------------------------------------------------------------
+def test_alice_uploads_checks_and_reads_through_the_viewfs_default_fs(alice_dir):
+    assert filesystem.default_fs() == VIEWFS
+    assert filesystem.hadoop_user() == "alice"
+    assert filesystem.home() == "/user/alice"
+    chunks = [os.urandom(1 << 20) for _ in range(3)] + [b"tail"]
+    uri = filesystem.upload_stream(iter(chunks), f"{alice_dir}/env.tar")
+    assert uri == f"{VIEWFS}{alice_dir}/env.tar"
+    assert filesystem.exists(uri) and filesystem.exists(f"{alice_dir}/env.tar")
+    assert filesystem.read_bytes(uri) == b"".join(chunks)
+    # The same file through the nameservice the mount table points at.
+    assert filesystem.read_bytes(f"{NAMESERVICE}{alice_dir}/env.tar") == b"".join(chunks)
+    st = filesystem.status(uri)
+    assert (st["owner"], st["permission"]) == ("alice", "600")
+    assert filesystem.status(alice_dir)["permission"] == "700"
+    assert filesystem.listdir(alice_dir) == ["env.tar"]  # no .part- file left
+    assert not filesystem.exists(f"{alice_dir}/other.tar")
+
+
+def test_a_path_outside_the_mount_table_is_a_clear_error(alice):
+    with pytest.raises(
+        filesystem.ClusterConfigError, match=r"viewfs://tfyarn/elsewhere/f is in no"
+    ):
+        filesystem.exists("/elsewhere/f")
+
+
+def test_mallory_cannot_read_alices_env_cache_or_event_log(alice, alice_dir):
+    from tfyarn_jupyter.result import event_log_path
+
+    env_tar = f"{filesystem.home()}/.tfyarn/envs/test-{uuid.uuid4().hex[:8]}.tar"
+    log = event_log_path(f"application_0_test{uuid.uuid4().hex[:8]}")
+    try:
+        for path in (env_tar, log):
+            filesystem.write_bytes(path, b"alice's")
+            assert filesystem.permission(path) == "600"
+            assert filesystem.status(path.rsplit("/", 1)[0])["permission"] == "700"
+        with acting_as(alice, "mallory"):
+            assert filesystem.hadoop_user() == "mallory"
+            for path in (env_tar, log, f"{NAMESERVICE}{env_tar}"):
+                with pytest.raises(filesystem.HdfsPermissionDenied, match="user=mallory"):
+                    filesystem.read_bytes(path)
+                with pytest.raises(filesystem.HdfsPermissionDenied, match="user=mallory"):
+                    filesystem.exists(path)
+            # ...while mallory's own home works for her.
+            mine = filesystem.write_bytes(f"{filesystem.home()}/.tfyarn/test-{uuid.uuid4()}", b"m")
+            assert filesystem.read_bytes(mine) == b"m" and filesystem.delete(mine)
+        assert filesystem.read_bytes(log) == b"alice's"
+    finally:
+        for path in (env_tar, log):
+            filesystem.delete(path)
+
+
+def test_namenode_failover_between_two_uploads_is_transparent(alice, alice_dir):
+    first = filesystem.write_bytes(f"{alice_dir}/before", b"1")
+    old, new, seconds = alice.failover()
+    assert new != old
+    t0 = time.monotonic()
+    second = filesystem.write_bytes(f"{alice_dir}/after", b"2")  # the same cached client
+    print(f"failover {old} -> {new} in {seconds:.1f}s; next upload {time.monotonic() - t0:.2f}s")
+    assert filesystem.read_bytes(first) == b"1" and filesystem.read_bytes(second) == b"2"
+    assert filesystem.listdir(alice_dir) == ["after", "before"]
+
+
+# -- the tasks' delegation tokens ------------------------------------------------------------
+#: The task: no ticket (KRB5CCNAME points at nothing), writes through viewfs and through the
+#: nameservice with a new client (so a new connection, so a new token check) every ``every``
+#: seconds until the time ``until``, and reads a model dir's index through ModelDir.
+TASK = """\
+import os, sys, time
+os.environ["KRB5CCNAME"] = "FILE:/nonexistent/tfyarn-no-ticket"
+from tfyarn_jupyter import filesystem
+from tfyarn_jupyter.modeldir import ModelDir
+
+base, until, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+assert os.environ.get("HADOOP_TOKEN_FILE_LOCATION"), "no token file"
+assert filesystem.ccache_principal() is None, "the task has a ticket"
+assert open("input.txt").read() == "localized from viewfs"
+i = 0
+while True:
+    for uri in (f"{VIEWFS}{base}/viewfs-{i}", f"{NAMESERVICE}{base}/ns-{i}"):
+        filesystem._native.cache_clear()
+        filesystem.write_bytes(uri, repr(time.time()).encode())
+        print("wrote", uri, flush=True)
+    if time.time() >= until:
+        break
+    i += 1
+    time.sleep(every)
+filesystem.write_bytes(f"{base}/model/checkpoint", b'model_checkpoint_path: "ckpt-7"\\n')
+index = ModelDir(f"{VIEWFS}{base}/model", ".").remote_index()
+assert index is not None and index.latest == "ckpt-7", index
+print("done", i + 1, flush=True)
+"""
+
+
+def run_task(box: Sandbox, tmp_path: Path, base: str, duration: float, every: float) -> dict:
+    """Run :data:`TASK` as a skein application of alice's, writing until ``duration`` seconds
+    after its submission; its report and the files written."""
+    program = tmp_path / "task.py"
+    program.write_text(TASK.replace("{VIEWFS}", VIEWFS).replace("{NAMESERVICE}", NAMESERVICE))
+    # A file YARN localizes from its viewfs URI (as the environment archive is).
+    shipped = filesystem.write_bytes(f"{base}/input.txt", b"localized from viewfs")
+    assert shipped.startswith(f"{VIEWFS}/")
+    script = textwrap.dedent(f"""\
+        export PYTHONPATH={REPO}
+        {sys.executable} task.py {base} "$TFYARN_TEST_UNTIL" {every}
+    """)
+    service = skein.Service(
+        resources=skein.Resources(memory=512, vcores=1),
+        script=script,
+        files={"task.py": str(program), "input.txt": shipped},
+    )
+    spec = skein.ApplicationSpec(
+        name=f"tfyarn-test-secure-tokens-{uuid.uuid4().hex[:8]}",
+        queue="ml-gpu",
+        services={"task": service},
+        file_systems=filesystem.token_targets(),
+    )
+    with acting_as(box, "alice"):
+        client = skein.Client(log=str(box.log_dir / "skein-driver-alice-fs.log"))
+    with client:
+        submitted = time.time()
+        spec.services["task"].env["TFYARN_TEST_UNTIL"] = str(submitted + duration)
+        app_id = client.submit(spec)
+        deadline = time.monotonic() + duration + 240
+        while str((report := client.application_report(app_id)).state) not in (
+            "FINISHED", "FAILED", "KILLED",
+        ):  # fmt: skip
+            if time.monotonic() > deadline:
+                client.kill_application(app_id)
+                raise AssertionError(f"{app_id} still {report.state}")
+            time.sleep(2)
+    return {"report": report, "submitted": submitted, "files": filesystem.listdir(base)}
+
+
+def test_token_targets_are_the_default_fs_and_its_mount_targets(alice):
+    assert filesystem.token_targets() == [VIEWFS, NAMESERVICE]
+    extra = filesystem.token_targets([f"{NAMESERVICE}/data"])
+    assert extra == [VIEWFS, NAMESERVICE]
+
+
+def test_a_task_without_a_ticket_writes_through_viewfs_and_the_nameservice(
+    alice, alice_dir, tmp_path
+):
+    got = run_task(alice, tmp_path, alice_dir, duration=0, every=1)
+    report = got["report"]
+    assert (str(report.state), str(report.final_status)) == ("FINISHED", "SUCCEEDED"), (
+        report.diagnostics
+    )
+    assert got["files"] == ["input.txt", "model", "ns-0", "viewfs-0"]
+    for name in ("ns-0", "viewfs-0"):
+        st = filesystem.status(f"{alice_dir}/{name}")
+        assert (st["owner"], st["permission"]) == ("alice", "600")
+
+
+def test_tokens_are_renewed_for_a_task_longer_than_their_renew_interval(alice, alice_dir, tmp_path):
+    """The sandbox's tokens expire 3 minutes after their last renewal: writes 3.5 minutes
+    after submission, each on a new connection, succeed only if the ResourceManager renews."""
+    got = run_task(alice, tmp_path, alice_dir, duration=212, every=20)
+    report = got["report"]
+    assert (str(report.state), str(report.final_status)) == ("FINISHED", "SUCCEEDED"), (
+        report.diagnostics
+    )
+    last = max(
+        (n for n in got["files"] if n.startswith("viewfs-")), key=lambda n: int(n.split("-")[1])
+    )
+    written_at = float(filesystem.read_bytes(f"{alice_dir}/{last}"))
+    print(f"last write {written_at - got['submitted']:.0f}s after submission ({last})")
+    assert written_at - got["submitted"] > 210
+    assert f"ns-{last.split('-')[1]}" in got["files"]
