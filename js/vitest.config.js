@@ -4,5 +4,8 @@ export default defineConfig({
   test: {
     environment: "jsdom",
     include: ["test/**/*.test.js"],
+    setupFiles: ["test/setup.js"],
+    // A shared, busy machine can take seconds for a test that takes milliseconds alone.
+    testTimeout: 30_000,
   },
 });

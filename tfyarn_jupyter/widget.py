@@ -1,7 +1,8 @@
 """The live panel under a ``%%tfyarn`` cell: synced state, one-off actions as messages.
 
-State lives in synced traits (``app``, ``tasks``, ``pending``, ``metrics``,
-``failure``, ``summary``, ``error``) that the panel's :class:`PanelPoller`
+State lives in synced traits (``app``, ``tasks``, ``pending``, ``capacity``,
+``progress``, ``metrics``, ``failure``, ``summary``, ``tensorboard_url``, ``error``)
+that the panel's :class:`PanelPoller`
 refreshes by driving the run (:meth:`~.run.Run.advance`) about once a second;
 the front end (``js/src/``, bundled into ``static/``) sends ``cancel``,
 ``kill`` and ``logs`` as custom messages. Where no widget front end exists,
@@ -54,9 +55,15 @@ class RunPanel(anywidget.AnyWidget):
     app = traitlets.Dict().tag(sync=True)
     tasks: traitlets.List = traitlets.List().tag(sync=True)
     pending: traitlets.List = traitlets.List().tag(sync=True)
+    #: Why the run waits for the cluster (``{"message": ...}``), None when it does not.
+    capacity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    #: Each task's latest report: step, rate, loss history, memory, CPU, GPU.
+    progress = traitlets.Dict().tag(sync=True)
     metrics: traitlets.List = traitlets.List().tag(sync=True)
     failure = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     summary = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    #: TensorBoard through the ResourceManager's proxy, "" when the run has none.
+    tensorboard_url = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, run: Run, *, interval: float = 1.0, start: bool = True, **kwargs: Any):
@@ -80,9 +87,14 @@ class RunPanel(anywidget.AnyWidget):
             self.app = d["app"]
             self.tasks = d["tasks"]
             self.pending = d["pending"]
+            self.set_trait("capacity", d.get("capacity") or None)
+            self.progress = d.get("progress") or {}
             self.metrics = d["metrics"]
             self.failure = d["failure"]
             self.summary = d["summary"]
+            self.tensorboard_url = (
+                d.get("tensorboard_url") or getattr(self.run, "tensorboard_url", None) or ""
+            )
         for fn in self._listeners:
             fn(st)
 
@@ -110,9 +122,16 @@ class RunPanel(anywidget.AnyWidget):
         super().close()
 
     def _repr_mimebundle_(self, **kwargs: Any):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict) and self.run.last_status is not None:
-            bundle["text/plain"] = f"tfyarn run {self.run.app_id}"
+        """The widget's view and, in the same bundle, the static summary of the run's last
+        state: a widget front end shows the panel, a saved or exported notebook the summary."""
+        bundle = super()._repr_mimebundle_(**kwargs)  # anywidget: (data, metadata)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            st = self.run.last_status
+            data["text/plain"] = f"tfyarn run {self.run.app_id}"
+            data["text/html"] = status_html(st) if st is not None else (
+                f"<div>tfyarn run <code>{html.escape(self.run.app_id)}</code> submitted</div>"
+            )  # fmt: skip
         return bundle
 
 

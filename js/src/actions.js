@@ -4,6 +4,7 @@
 
 import { asString } from "./format.js";
 import { section } from "./dom.js";
+import { keptSet } from "./model.js";
 
 /**
  * @typedef {{ details: HTMLDetailsElement, label: HTMLElement, pre: HTMLElement }} LogsView
@@ -37,14 +38,16 @@ function newView(h, task) {
 
 /**
  * Logs buttons and views. A view, once a reply came, is kept by task name and the same
- * `<details>` node is re-attached when the task's row is rebuilt.
+ * `<details>` node is re-attached when the task's row is rebuilt, or when the panel is
+ * rendered again for the same model (the notebook re-displaying the cell's output).
  * @param {import("./model.js").Ctx} ctx
  */
-export function createLogs({ h, send }) {
+export function createLogs({ h, send, keep }) {
+  if (!keep.has("logs-views")) keep.set("logs-views", new Map());
   /** @type {Map<string, LogsView>} */
-  const views = new Map();
+  const views = keep.get("logs-views");
   /** Tasks whose logs were asked for and whose reply has not come yet. */
-  const pending = new Set();
+  const pending = keptSet(keep, "logs-pending");
 
   /** @param {string} task */
   function button(task) {

@@ -3,8 +3,6 @@
 
 import { asString } from "./format.js";
 
-const SVG_NS = "http://www.w3.org/2000/svg";
-
 /**
  * @typedef {(
  *   tag: string,
@@ -35,19 +33,6 @@ export function builder(doc) {
     }
     return node;
   };
-}
-
-/**
- * An SVG element with string attributes.
- * @param {Document} doc
- * @param {string} tag
- * @param {Record<string, any>} attrs
- * @returns {SVGElement}
- */
-export function svg(doc, tag, attrs) {
-  const node = /** @type {SVGElement} */ (doc.createElementNS(SVG_NS, tag));
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, asString(v));
-  return node;
 }
 
 /**

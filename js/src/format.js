@@ -175,61 +175,122 @@ export function metricKeys(m) {
   return [...first, ...Object.keys(m).filter((k) => !first.includes(k))];
 }
 
-/**
- * @typedef {{ series: string, d: string, min: number, max: number, first: number, last: number, points: number }} Series
- * @typedef {{ width: number, height: number, minStep: number, maxStep: number, series: Series[] }} Chart
- */
+/** Keys of an evaluation that are not metrics to chart. */
+const NOT_METRICS = new Set(["step", "global_step", "t", "time", "timestamp"]);
 
 /**
- * SVG path data for `loss` and (when present) `accuracy` by step, each scaled to its
- * own range. Null when no entry has a finite loss.
- * @param {unknown} metrics
- * @param {{width?: number, height?: number, pad?: number}} [size]
- * @returns {Chart | null}
+ * The step of an evaluation: `step`, else `global_step`, else null.
+ * @param {Record<string, any>} m
+ * @returns {number | null}
  */
-export function chartSeries(metrics, size = {}) {
-  const width = size.width ?? 360;
-  const height = size.height ?? 120;
-  const pad = size.pad ?? 8;
-  const rows = sortedMetrics(metrics);
-  const xs = rows.map((m, i) =>
-    Number.isFinite(Number(m.step)) && m.step !== null ? Number(m.step) : i,
-  );
-  const finite = (/** @type {unknown} */ v) => typeof v === "number" && Number.isFinite(v);
-  if (!rows.some((m) => finite(m.loss))) return null;
-  const minStep = Math.min(...xs);
-  const maxStep = Math.max(...xs);
-  const innerW = width - 2 * pad;
-  const innerH = height - 2 * pad;
-  const sx = (/** @type {number} */ x) =>
-    maxStep === minStep ? pad + innerW / 2 : pad + ((x - minStep) / (maxStep - minStep)) * innerW;
-  /** @type {Series[]} */
-  const series = [];
-  for (const key of ["loss", "accuracy"]) {
-    const vals = rows.map((m) => m[key]).filter(finite);
-    if (vals.length === 0) continue;
-    const min = Math.min(...vals);
-    const max = Math.max(...vals);
-    const sy = (/** @type {number} */ v) =>
-      max === min ? pad + innerH / 2 : pad + (1 - (v - min) / (max - min)) * innerH;
-    let d = "";
-    let pen = false;
-    rows.forEach((m, i) => {
-      const v = m[key];
-      if (!finite(v)) {
-        pen = false;
-        return;
-      }
-      const x = Math.round(sx(xs[i]) * 10) / 10;
-      const y = Math.round(sy(v) * 10) / 10;
-      d += `${d ? " " : ""}${pen ? "L" : "M"}${x} ${y}`;
-      pen = true;
-    });
-    // A lone point draws as a dot (round line caps on a zero-length segment).
-    if (vals.length === 1) d += " l0 0";
-    series.push({ series: key, d, min, max, first: vals[0], last: vals[vals.length - 1], points: vals.length });
+export function stepOf(m) {
+  for (const k of ["step", "global_step"]) {
+    const n = m[k];
+    if (typeof n === "number" && Number.isFinite(n)) return n;
   }
-  return { width, height, minStep, maxStep, series };
+  return null;
+}
+
+/**
+ * Names of the numeric metrics found in any evaluation, in `metricKeys` order of first
+ * appearance (loss, accuracy first), without the step.
+ * @param {Record<string, any>[]} rows
+ * @returns {string[]}
+ */
+export function metricNames(rows) {
+  /** @type {string[]} */
+  const names = [];
+  for (const m of rows) {
+    for (const k of metricKeys(m)) {
+      if (!NOT_METRICS.has(k) && typeof m[k] === "number" && !names.includes(k)) names.push(k);
+    }
+  }
+  const first = ["loss", "accuracy"].filter((k) => names.includes(k));
+  return [...first, ...names.filter((k) => !first.includes(k))];
+}
+
+/**
+ * One metric by step, as uPlot data: `[steps, values]`, rows without a step or a finite
+ * value left out, sorted by step.
+ * @param {Record<string, any>[]} rows
+ * @param {string} key
+ * @returns {[number[], number[]]}
+ */
+export function seriesByStep(rows, key) {
+  const pts = rows
+    .map((m) => [stepOf(m), m[key]])
+    .filter(([x, y]) => x !== null && typeof y === "number" && Number.isFinite(y))
+    .sort((a, b) => Number(a[0]) - Number(b[0]));
+  return [pts.map((p) => Number(p[0])), pts.map((p) => Number(p[1]))];
+}
+
+/**
+ * Several `[x, y]` point lists on one shared, sorted x axis (uPlot's data layout): a
+ * series without a point at some x holds null there.
+ * @param {number[][][]} lists one list of `[x, y]` pairs per series
+ * @returns {(number | null)[][]}
+ */
+export function alignSeries(lists) {
+  /** @type {Map<number, (number | null)[]>} */
+  const byX = new Map();
+  lists.forEach((pts, i) => {
+    for (const p of asArray(pts)) {
+      const [x, y] = asArray(p);
+      if (typeof x !== "number" || !Number.isFinite(x)) continue;
+      if (!byX.has(x)) byX.set(x, lists.map(() => null));
+      /** @type {(number | null)[]} */ (byX.get(x))[i] = typeof y === "number" && Number.isFinite(y) ? y : null;
+    }
+  });
+  const xs = [...byX.keys()].sort((a, b) => a - b);
+  return [xs, ...lists.map((_, i) => xs.map((x) => /** @type {(number | null)[]} */ (byX.get(x))[i]))];
+}
+
+/**
+ * Bytes as "812 MiB", "1.5 GiB"; "" when not a number.
+ * @param {unknown} v
+ * @returns {string}
+ */
+export function formatBytes(v) {
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0) return "";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let n = v;
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i += 1;
+  }
+  return `${i === 0 || n >= 10 ? Math.round(n) : n.toFixed(1)} ${units[i]}`;
+}
+
+/**
+ * Seconds left to `max_steps` at the reported rate, or null when it cannot be told.
+ * @param {Record<string, any>} p one trainer's progress
+ * @returns {number | null}
+ */
+export function etaSeconds(p) {
+  const step = Number(p.step);
+  const max = Number(p.max_steps);
+  const rate = Number(p.steps_per_s);
+  if (p.max_steps === null || p.max_steps === undefined || !Number.isFinite(max) || !Number.isFinite(step)) return null;
+  if (step >= max) return 0;
+  return Number.isFinite(rate) && rate > 0 ? (max - step) / rate : null;
+}
+
+/**
+ * Counts of tasks per state, in the order states go.
+ * @param {Record<string, any>[]} tasks
+ * @returns {[string, number][]}
+ */
+export function stateCounts(tasks) {
+  const order = ["requested", "allocated", "running", "succeeded", "failed", "killed"];
+  /** @type {Map<string, number>} */
+  const counts = new Map();
+  for (const t of tasks) {
+    const s = asString(t.state).toLowerCase() || "unknown";
+    counts.set(s, (counts.get(s) || 0) + 1);
+  }
+  const rank = (/** @type {string} */ s) => (order.includes(s) ? order.indexOf(s) : order.length);
+  return [...counts.entries()].sort((a, b) => rank(a[0]) - rank(b[0]));
 }
 
 /**

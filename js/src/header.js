@@ -1,5 +1,5 @@
 // The panel's header: application name, id, state pills, queue, user, start time, the
-// elapsed clock, the YARN UI link and YARN's diagnostics. It also stamps the panel's root
+// elapsed clock, the YARN UI and TensorBoard links and YARN's diagnostics. It also stamps the panel's root
 // with `data-app-id` / `data-app-state`.
 
 import { asString, asTime, formatClock, formatDuration, safeHttpUrl } from "./format.js";
@@ -56,7 +56,8 @@ function title({ h }, a) {
  * @param {Record<string, any>} a the app trait
  * @param {HTMLElement} elapsed the elapsed clock
  */
-function meta({ h }, a, elapsed) {
+function meta({ h, read }, a, elapsed) {
+  const tb = safeHttpUrl(read.get("tensorboard_url"));
   /** @param {string} label @param {HTMLElement} value */
   const item = (label, value) => h("span", null, h("span", { class: "tfy-muted", text: `${label} ` }), value);
   const url = safeHttpUrl(a.tracking_url);
@@ -68,6 +69,7 @@ function meta({ h }, a, elapsed) {
     asTime(a.start_time) ? item("started", h("span", { class: "tfy-mono", text: formatClock(a.start_time) })) : null,
     item("elapsed", elapsed),
     url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer", "data-testid": "yarn-ui", text: "YARN UI" }) : null,
+    tb ? h("a", { href: tb, target: "_blank", rel: "noopener noreferrer", "data-testid": "tensorboard", class: "tfy-tb", text: "TensorBoard" }) : null,
   );
 }
 

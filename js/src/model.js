@@ -75,12 +75,71 @@ export function sender(model, onError) {
   };
 }
 
+/** What the user chose in a panel, by run (application id) or, before one, by model. */
+const memories = new WeakMap();
+/** @type {Map<string, Map<string, any>>} */
+const byRun = new Map();
+/** Runs remembered at most; the oldest is forgotten first. */
+const MAX_RUNS = 32;
+
 /**
- * What every section is made with: the element builder, the model reader and `send`.
+ * The user's choices in the views of a run (charts shown, groups opened, log scales, logs
+ * shown): the same Map for every view of it, so that a view rendered again, as when the
+ * notebook updates the cell's display, shows what the user had chosen. anywidget hands
+ * each view its own model proxy, so views are matched by the run's application id; a
+ * model with no id yet keeps its own.
+ * @param {Model} model
+ * @returns {Map<string, any>}
+ */
+export function memoryOf(model) {
+  let id = "";
+  try {
+    id = asString(asObject(model.get("app")).app_id);
+  } catch {
+    id = "";
+  }
+  if (id) {
+    let m = byRun.get(id);
+    if (!m) {
+      m = new Map();
+      byRun.set(id, m);
+      if (byRun.size > MAX_RUNS) byRun.delete(/** @type {string} */ (byRun.keys().next().value));
+    }
+    return m;
+  }
+  let m = memories.get(model);
+  if (!m) {
+    m = new Map();
+    memories.set(model, m);
+  }
+  return m;
+}
+
+/** Forgets every run's choices (for tests). */
+export function forgetRuns() {
+  byRun.clear();
+}
+
+/**
+ * A Set kept in `keep` under `key`, made on first use.
+ * @param {Map<string, any>} keep
+ * @param {string} key
+ * @param {() => Set<string>} [make]
+ * @returns {Set<string>}
+ */
+export function keptSet(keep, key, make = () => new Set()) {
+  if (!keep.has(key)) keep.set(key, make());
+  return keep.get(key);
+}
+
+/**
+ * What every section is made with: the element builder, the model reader, `send`, and the
+ * user's choices that outlive one view (`memoryOf`).
  * @typedef {{
  *   doc: Document,
  *   h: import("./dom.js").Builder,
  *   read: Reader,
  *   send: (msg: Record<string, any>) => void,
+ *   keep: Map<string, any>,
  * }} Ctx
  */

@@ -82,7 +82,7 @@ function tasksTable(h, tasks) {
  * @param {Record<string, any>} metrics
  */
 function metricsLine(h, metrics) {
-  const keys = metricKeys(metrics);
+  const keys = metricKeys(metrics).filter((k) => k !== "t");
   if (!keys.length) return null;
   return h(
     "div",

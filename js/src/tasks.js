@@ -1,22 +1,32 @@
 // The task rows, grouped by type (chief, worker, ps, evaluator, then others): state
 // badge, node, gpu badge, container, start time, a ticking duration, the Logs and Kill
-// buttons and the task's logs view; and the "waiting for containers" box above them.
+// buttons and the task's logs view; and, above them, the box that says why the run waits
+// (the cluster's capacity, containers not yet allocated). A row is rebuilt only when its
+// task changed; from GROUP_FROM tasks on, each type is one expandable line with its
+// counts per state, whose rows are built only while it is open.
 
 import {
   LIVE_TASK_STATES,
   TERMINAL_TASK_STATES,
   asArray,
+  asObject,
   asString,
   asTime,
   formatClock,
   formatDuration,
   groupTasks,
+  stateCounts,
   taskType,
 } from "./format.js";
 import { section } from "./dom.js";
+import { keptSet } from "./model.js";
+
+/** From this many tasks on, each type is one expandable line. */
+export const GROUP_FROM = 48;
 
 /**
- * The pending box: why containers are still missing; absent when nothing waits.
+ * The waiting box: the capacity message (why the run cannot start yet), and which
+ * containers are still missing; absent when nothing waits.
  * @param {import("./model.js").Ctx} ctx
  * @returns {{ el: HTMLElement, update(): void }}
  */
@@ -24,17 +34,14 @@ export function createPending({ h, read }) {
   const el = section(h, "pending");
   function update() {
     const items = asArray(read.get("pending")).map(asString).filter((s) => s);
-    if (items.length === 0) {
-      el.replaceChildren();
-      return;
-    }
+    const capacity = asString(asObject(read.get("capacity")).message).trim();
     el.replaceChildren(
-      h(
-        "div",
-        { class: "tfy-box tfy-pending", "data-testid": "pending" },
-        h("h4", { text: "Waiting for containers" }),
-        h("ul", null, ...items.map((s) => h("li", { text: s }))),
-      ),
+      ...(capacity
+        ? [h("div", { class: "tfy-box tfy-capacity", "data-testid": "capacity", role: "status" }, h("h4", { text: "Waiting for cluster capacity" }), h("div", { text: capacity }))]
+        : []),
+      ...(items.length
+        ? [h("div", { class: "tfy-box tfy-pending", "data-testid": "pending" }, h("h4", { text: "Waiting for containers" }), h("ul", null, ...items.map((s) => h("li", { text: s }))))]
+        : []),
     );
   }
   return { el, update };
@@ -56,10 +63,13 @@ export function createPending({ h, read }) {
  * @param {LiveDuration[]} live
  */
 function durationCell(h, t, state, live) {
-  const start = asTime(t.start_time);
-  const finish = asTime(t.finish_time);
+  // From the container's allocation, as RunStatus counts `duration_s`.
+  const start = asTime(t.allocated_time) || asTime(t.running_time) || asTime(t.start_time);
+  const finish = asTime(t.end_time) || asTime(t.finish_time);
+  const reported = Number(t.duration_s);
   const cell = h("span", { class: "tfy-mono tfy-task-duration", "data-testid": "task-duration" });
-  if (start && finish) cell.textContent = formatDuration(finish - start);
+  if (TERMINAL_TASK_STATES.has(state) && reported > 0) cell.textContent = formatDuration(reported * 1000);
+  else if (start && finish) cell.textContent = formatDuration(finish - start);
   else if (start && !TERMINAL_TASK_STATES.has(state)) {
     cell.textContent = formatDuration(Date.now() - start);
     live.push({ el: cell, start });
@@ -100,47 +110,99 @@ function taskRow(h, { logs, kills }, t, live) {
 }
 
 /**
+ * A group's line in grouped mode: type, count and counts per state; open shows its rows.
+ * @param {import("./dom.js").Builder} h
+ * @param {{ type: string, tasks: Record<string, any>[] }} g
+ * @param {boolean} isOpen
+ */
+function groupLine(h, g, isOpen) {
+  return h(
+    "details",
+    { class: "tfy-group", "data-testid": "task-group", "data-type": g.type, "data-grouped": true, open: isOpen },
+    h(
+      "summary",
+      null,
+      h("span", { class: "tfy-group-name", text: `${g.type} (${g.tasks.length})` }),
+      ...stateCounts(g.tasks).map(([st, n]) => h("span", { class: "tfy-badge", "data-testid": "group-count", "data-state": st, text: `${n} ${st}` })),
+    ),
+  );
+}
+
+/**
  * @param {import("./model.js").Ctx} ctx
  * @param {RowActions} actions
- * @returns {{ el: HTMLElement, update(): void, tick(): void, showLogs(msg: Record<string, any>): void }}
  */
-export function createTasks({ h, read }, actions) {
+export function createTasks({ h, read, keep }, actions) {
   const el = section(h, "tasks");
-  /** Task rows of the last update, by task name. @type {Map<string, HTMLElement>} */
+  /** Rows of the tasks shown, by task name, with what they were built from. @type {Map<string, { sig: string, el: HTMLElement }>} */
   const rows = new Map();
-  /** Running duration cells to refresh each second. @type {LiveDuration[]} */
-  let live = [];
+  /** Running duration cells to refresh each second, by task. @type {Map<string, LiveDuration[]>} */
+  const live = new Map();
+  /** Types opened in grouped mode. */
+  const open = keptSet(keep, "tasks-open");
 
-  /** @param {Record<string, any>} t */
+  /** The task's row, rebuilt only when its task changed. @param {Record<string, any>} t */
   function row(t) {
-    const r = taskRow(h, actions, t, live);
-    rows.set(asString(r.getAttribute("data-task")), r);
+    const name = asString(t.task) || `${asString(t.type)}:${asString(t.index)}`;
+    const sig = JSON.stringify(t);
+    const kept = rows.get(name);
+    const running = !TERMINAL_TASK_STATES.has(asString(t.state).toLowerCase());
+    if (kept && kept.sig === sig && !(running && !live.has(name) && asTime(t.start_time))) return kept.el;
+    /** @type {LiveDuration[]} */
+    const cells = [];
+    const r = taskRow(h, actions, t, cells);
+    if (cells.length) live.set(name, cells);
+    else live.delete(name);
+    rows.set(name, { sig, el: r });
     return r;
   }
 
+  /** @param {{ type: string, tasks: Record<string, any>[] }[]} groups */
+  function grouped(groups) {
+    return groups.map((g) => {
+      const d = groupLine(h, g, open.has(g.type));
+      if (open.has(g.type)) d.append(...g.tasks.map(row));
+      d.addEventListener("toggle", () => {
+        const isOpen = /** @type {HTMLDetailsElement} */ (d).open;
+        if (isOpen === open.has(g.type)) return;
+        if (isOpen) open.add(g.type);
+        else open.delete(g.type);
+        update();
+      });
+      return d;
+    });
+  }
+
   function update() {
-    live = [];
-    rows.clear();
     const groups = groupTasks(read.get("tasks"));
-    el.replaceChildren(
-      ...groups.map((g) =>
-        h(
-          "div",
-          { class: "tfy-group", "data-testid": "task-group", "data-type": g.type },
-          h("h4", { text: `${g.type} (${g.tasks.length})` }),
-          ...g.tasks.map(row),
-        ),
-      ),
-    );
+    const names = new Set(groups.flatMap((g) => g.tasks.map((t) => asString(t.task))));
+    for (const name of [...rows.keys()]) if (!names.has(name)) (rows.delete(name), live.delete(name));
+    const isGrouped = names.size >= GROUP_FROM;
+    if (isGrouped) {
+      for (const g of groups) if (!open.has(g.type)) for (const t of g.tasks) live.delete(asString(t.task));
+      el.replaceChildren(...grouped(groups));
+    } else {
+      // Unchanged rows are moved, not rebuilt: they keep their node and their logs view.
+      el.replaceChildren(
+        ...groups.map((g) => h("div", { class: "tfy-group", "data-testid": "task-group", "data-type": g.type }, h("h4", { text: `${g.type} (${g.tasks.length})` }), ...g.tasks.map(row))),
+      );
+    }
+  }
+
+  /** Rebuilds every row (after an error reset what the buttons had sent). */
+  function refresh() {
+    rows.clear();
+    live.clear();
+    update();
   }
 
   function tick() {
     const now = Date.now();
-    for (const d of live) d.el.textContent = formatDuration(now - d.start);
+    for (const cells of live.values()) for (const d of cells) d.el.textContent = formatDuration(now - d.start);
   }
 
   /** @param {Record<string, any>} msg a `logs` reply */
-  const showLogs = (msg) => actions.logs.show(msg, (task) => rows.get(task));
+  const showLogs = (msg) => actions.logs.show(msg, (task) => rows.get(task)?.el);
 
-  return { el, update, tick, showLogs };
+  return { el, update, refresh, tick, showLogs };
 }

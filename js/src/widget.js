@@ -1,20 +1,25 @@
 // Browser front end of tfyarn_jupyter: an anywidget (>= 0.9) view that watches and steers
 // one distributed TensorFlow run on YARN. This module only wires the model's events to
-// the panel's sections (header.js, tasks.js, metrics.js, summary.js, actions.js,
-// error.js); its styles are widget.css, which the Python side loads as `_css`.
+// the panel's sections (header.js, tasks.js, progress.js, timeline.js, resources.js,
+// metrics.js, summary.js, actions.js, error.js); its styles are widget.css, which the
+// Python side loads as `_css` (with uPlot's stylesheet before it). Each update's time
+// to redraw is stamped on the root as `data-render-ms`, for the benchmarks.
 
 import { asObject, asString } from "./format.js";
 import { builder } from "./dom.js";
-import { reader, sender } from "./model.js";
+import { memoryOf, reader, sender } from "./model.js";
 import { createHeader } from "./header.js";
 import { createPending, createTasks } from "./tasks.js";
 import { createMetrics } from "./metrics.js";
+import { createProgress } from "./progress.js";
+import { createResources } from "./resources.js";
+import { createTimeline } from "./timeline.js";
 import { createFailure, createSummary } from "./summary.js";
 import { createCancel, createKills, createLogs } from "./actions.js";
 import { createError } from "./error.js";
 
 /** Traits the view listens to. */
-const TRAITS = ["app", "tasks", "pending", "metrics", "failure", "summary", "error"];
+const TRAITS = ["app", "tasks", "pending", "capacity", "progress", "metrics", "failure", "summary", "tensorboard_url", "error"];
 
 /**
  * The panel's sections, in page order, inside a fresh root element.
@@ -26,20 +31,23 @@ function sections(model, doc) {
   const read = reader(model);
   const error = createError(h, asString(read.get("error")));
   /** @type {import("./model.js").Ctx} */
-  const ctx = { doc, h, read, send: sender(model, error.set) };
+  const ctx = { doc, h, read, send: sender(model, error.set), keep: memoryOf(model) };
   const root = h("div", { class: "tfyarn-panel" });
   const logs = createLogs(ctx);
   const kills = createKills(ctx);
   const header = createHeader(ctx, root);
   const pending = createPending(ctx);
+  const progress = createProgress(ctx);
   const tasks = createTasks(ctx, { logs, kills });
+  const timeline = createTimeline(ctx);
+  const resources = createResources(ctx);
   const metrics = createMetrics(ctx);
   const failure = createFailure(ctx);
   const summary = createSummary(ctx);
   const actions = createCancel(ctx);
-  const parts = [header, pending, tasks, metrics, failure, summary, actions];
+  const parts = [header, pending, progress, tasks, timeline, resources, metrics, failure, summary, actions];
   root.append(...parts.map((p) => p.el), error.el);
-  const named = { header, pending, tasks, metrics, failure, summary, actions };
+  const named = { header, pending, progress, tasks, timeline, resources, metrics, failure, summary, actions };
   return { root, read, logs, kills, error, parts, ...named };
 }
 
@@ -79,12 +87,23 @@ function changeHandlers(s, syncClock) {
   const app = () => {
     s.header.update();
     s.actions.update();
+    s.timeline.update();
     syncClock();
   };
   return {
     app,
-    tasks: s.tasks.update,
+    tasks: () => {
+      s.tasks.update();
+      s.timeline.update();
+      s.resources.update();
+    },
     pending: s.pending.update,
+    capacity: s.pending.update,
+    progress: () => {
+      s.progress.update();
+      s.resources.update();
+    },
+    tensorboard_url: s.header.update,
     metrics: s.metrics.update,
     failure: s.failure.update,
     summary: () => {
@@ -92,6 +111,19 @@ function changeHandlers(s, syncClock) {
       app();
     },
     error: () => s.error.set(asString(s.read.get("error"))),
+  };
+}
+
+/**
+ * `fn`, stamping how long it took on `root` as `data-render-ms`.
+ * @param {HTMLElement} root
+ * @param {() => void} fn
+ */
+function timed(root, fn) {
+  return () => {
+    const t0 = performance.now();
+    fn();
+    root.setAttribute("data-render-ms", (performance.now() - t0).toFixed(2));
   };
 }
 
@@ -107,7 +139,7 @@ function customHandler(s) {
       s.logs.clear();
       s.kills.clear();
       s.error.set(asString(m.message) || "error");
-      s.tasks.update();
+      s.tasks.refresh();
     }
   };
 }
@@ -123,12 +155,13 @@ function render({ model, el }) {
     () => {
       s.header.tick();
       s.tasks.tick();
+      s.timeline.tick();
     },
     () => !s.read.ended(),
   );
   const onChange = changeHandlers(s, ticker.sync);
   /** @type {[string, () => void][]} */
-  const subscriptions = TRAITS.map((name) => [`change:${name}`, onChange[name]]);
+  const subscriptions = TRAITS.map((name) => [`change:${name}`, timed(s.root, onChange[name])]);
   const onCustom = customHandler(s);
 
   for (const part of s.parts) part.update();
@@ -138,6 +171,8 @@ function render({ model, el }) {
 
   return () => {
     ticker.dispose();
+    s.progress.dispose();
+    s.metrics.dispose();
     for (const [event, cb] of subscriptions) model.off(event, cb);
     model.off("msg:custom", onCustom);
   };

@@ -9,6 +9,37 @@ const p = usePanel();
 describe("logs", () => {
   const logsButton = (name) => p.row(name).querySelector('button[data-testid="logs-button"]');
 
+  it("keeps a shown logs view when the panel is rendered again for the same model", () => {
+    const model = fakeModel({ tasks: [task("chief:0", "running")] });
+    p.mount(model);
+    click(p.row("chief:0").querySelector('[data-testid="logs-button"]'));
+    // the notebook re-displays the output before the reply comes: a new view gets it
+    p.unmount();
+    p.el.replaceChildren();
+    p.mount(model);
+    expect(p.row("chief:0").querySelector('[data-testid="logs-button"]').textContent).toBe("Logs…");
+    model.emitCustom({ type: "logs", task: "chief:0", source: "live", stdout: "step 1\n", stderr: "" });
+    expect(p.row("chief:0").querySelector('[data-testid="logs-text"]').textContent).toBe("step 1\n");
+    // and once more after it came
+    p.unmount();
+    p.el.replaceChildren();
+    p.mount(model);
+    expect(p.row("chief:0").querySelector('[data-testid="logs-text"]').textContent).toBe("step 1\n");
+  });
+
+  it("finds the shown logs again through another proxy of the same run's model", () => {
+    // anywidget gives each view its own proxy of the model: views match by application id
+    const model = fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "running")] });
+    p.mount(model);
+    click(p.row("chief:0").querySelector('[data-testid="logs-button"]'));
+    model.emitCustom({ type: "logs", task: "chief:0", source: "live", stdout: "hello\n", stderr: "" });
+    p.unmount();
+    p.el.replaceChildren();
+    const proxy = { ...model, get: (k) => model.get(k), on: model.on, off: model.off };
+    p.mount(proxy);
+    expect(p.row("chief:0").querySelector('[data-testid="logs-text"]').textContent).toBe("hello\n");
+  });
+
   it("sends a logs request and renders the reply under that task's row", () => {
     const model = fakeModel({ tasks: [task("worker:0", "running"), task("worker:1", "running")] });
     p.mount(model);

@@ -1,7 +1,8 @@
 // @vitest-environment node
-// The build the Python side loads: as `_esm` one self-contained ES module whose default
-// export renders, as `_css` the stylesheet beside it. esbuild refuses to run inside
-// vitest's jsdom environment, so this file runs in node and makes its own jsdom document.
+// The build the Python side loads: as `_esm` one self-contained ES module (uPlot inside)
+// whose default export renders, as `_css` uPlot's stylesheet and the panel's beside it.
+// esbuild refuses to run inside vitest's jsdom environment, so this file runs in node and
+// makes its own jsdom document.
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { JSDOM } from "jsdom";
 
-import { buildOptions, copyCss, css } from "../build.js";
+import { buildOptions, copyCss, css, scopeCss } from "../build.js";
 import { fakeModel } from "./fake-model.js";
 
 describe("bundle", () => {
@@ -46,7 +47,11 @@ describe("bundle", () => {
       expect(el.querySelector('[data-testid="task-row"]').getAttribute("data-state")).toBe("succeeded");
       expect(el.querySelector('[data-testid="gpu-badge"]')).not.toBeNull();
       expect(el.querySelector('[data-testid="elapsed"]').textContent).toBe("1m 00s");
-      expect(el.querySelector('path[data-series="loss"]')).not.toBeNull();
+      // uPlot is in the bundle; with no window here it cannot draw, and the chart says so.
+      expect(result.outputFiles[0].text).toContain("u-legend");
+      const chart = el.querySelector('[data-testid="metric-chart"][data-name="loss"]');
+      expect(chart.getAttribute("data-points")).toBe("2");
+      expect(chart.textContent).toMatch(/^chart unavailable: /);
       // the styles come through anywidget's _css, not from the bundle
       expect(document.querySelector("style")).toBeNull();
       stop();
@@ -56,15 +61,27 @@ describe("bundle", () => {
     }
   });
 
-  it("copies the stylesheet unchanged beside the bundle", async () => {
+  it("writes uPlot's stylesheet, scoped to the panel, then the panel's, beside the bundle", async () => {
     expect(css.outfile).toBe(path.join(path.dirname(buildOptions.outfile), "widget.css"));
     const dir = mkdtempSync(path.join(tmpdir(), "tfyarn-css-"));
     try {
       const out = path.join(dir, "static", "widget.css");
       await copyCss(out);
-      expect(readFileSync(out, "utf8")).toBe(readFileSync(css.source, "utf8"));
+      const text = readFileSync(out, "utf8");
+      expect(text.endsWith(readFileSync(css.source, "utf8"))).toBe(true);
+      expect(text).toContain(".tfyarn-panel .u-legend {");
+      // anywidget adds the sheet to the whole page: every selector stays inside the panel
+      const selectors = text.replace(/\/\*[\s\S]*?\*\//g, "").split("}").map((r) => r.split("{")[0]).filter((x) => x.trim())
+        .flatMap((x) => x.split(",")).map((x) => x.trim());
+      expect(selectors.length).toBeGreaterThan(80);
+      expect(selectors.filter((x) => !x.startsWith(".tfyarn-panel"))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("scopes plain rules and refuses at-rules", () => {
+    expect(scopeCss(".a, .b > c {x: 1;}.d {y: 2}", ".p")).toBe(".p .a, .p .b > c {x: 1;}\n.p .d {y: 2}");
+    expect(() => scopeCss("@media print {.a {x: 1}}", ".p")).toThrow(/at-rules/);
   });
 });

@@ -1,7 +1,7 @@
 // The DOM helpers (dom.js).
 import { describe, expect, it, vi } from "vitest";
 
-import { builder, section, svg } from "../src/dom.js";
+import { builder, section } from "../src/dom.js";
 
 const h = builder(document);
 
@@ -27,13 +27,7 @@ describe("builder", () => {
   });
 });
 
-describe("svg and section", () => {
-  it("makes SVG elements in the SVG namespace with string attributes", () => {
-    const path = svg(document, "path", { d: "M0 0", x: 3 });
-    expect(path.namespaceURI).toBe("http://www.w3.org/2000/svg");
-    expect(path.getAttribute("x")).toBe("3");
-  });
-
+describe("section", () => {
   it("names a section by class for the browser tests", () => {
     const s = section(h, "header");
     expect(s.tagName).toBe("SECTION");

@@ -5,9 +5,12 @@ export const EMPTY_TRAITS = {
   app: {},
   tasks: [],
   pending: [],
+  capacity: null,
+  progress: {},
   metrics: [],
   failure: null,
   summary: null,
+  tensorboard_url: "",
   error: "",
 };
 

@@ -2,11 +2,16 @@
 import { describe, expect, it } from "vitest";
 
 import {
-  chartSeries,
+  alignSeries,
+  etaSeconds,
+  formatBytes,
   formatDuration,
   formatNumber,
   groupTasks,
+  metricNames,
   safeHttpUrl,
+  seriesByStep,
+  stateCounts,
 } from "../src/format.js";
 
 describe("format helpers", () => {
@@ -27,18 +32,36 @@ describe("format helpers", () => {
     expect(g[0].tasks.map((t) => t.task)).toEqual(["ps:0", "ps:1"]);
   });
 
-  it("scales each series to its own range", () => {
-    const c = chartSeries(
-      [
-        { step: 0, loss: 10, accuracy: 0.1 },
-        { step: 10, loss: 0, accuracy: 0.2 },
-      ],
-      { width: 100, height: 50, pad: 0 },
-    );
-    const loss = c.series.find((s) => s.series === "loss");
-    const acc = c.series.find((s) => s.series === "accuracy");
-    expect(loss.d).toBe("M0 0 L100 50");
-    expect(acc.d).toBe("M0 50 L100 0");
+  it("finds the metrics to chart, loss and accuracy first, without the step", () => {
+    const rows = [{ step: 1, auc: 0.5, global_step: 1, t: 9 }, { step: 2, accuracy: 0.7, loss: 0.3, auc: 0.6, name: "x" }];
+    expect(metricNames(rows)).toEqual(["loss", "accuracy", "auc"]);
+    expect(seriesByStep([{ step: 3, loss: 1 }, { step: 1, loss: 2 }, { loss: 5 }, { step: 2, loss: null }], "loss")).toEqual([[1, 3], [2, 1]]);
+    expect(seriesByStep([{ global_step: 7, loss: 1 }], "loss")).toEqual([[7], [1]]);
+  });
+
+  it("puts several curves on one shared step axis with gaps as null", () => {
+    expect(alignSeries([[[1, 0.5], [3, 0.3]], [[2, 0.9], [3, 0.8]]])).toEqual([
+      [1, 2, 3],
+      [0.5, null, 0.3],
+      [null, 0.9, 0.8],
+    ]);
+    expect(alignSeries([[]])).toEqual([[], []]);
+  });
+
+  it("formats bytes and tells the time left from the rate", () => {
+    expect(formatBytes(512 * 1024 * 1024)).toBe("512 MiB");
+    expect(formatBytes(1.5 * 1024 ** 3)).toBe("1.5 GiB");
+    expect(formatBytes(900)).toBe("900 B");
+    expect(formatBytes(null)).toBe("");
+    expect(etaSeconds({ step: 100, max_steps: 400, steps_per_s: 10 })).toBe(30);
+    expect(etaSeconds({ step: 400, max_steps: 400, steps_per_s: 0 })).toBe(0);
+    expect(etaSeconds({ step: 100, max_steps: null, steps_per_s: 10 })).toBeNull();
+    expect(etaSeconds({ step: 100, max_steps: 400, steps_per_s: 0 })).toBeNull();
+  });
+
+  it("counts tasks per state in the order states go", () => {
+    const tasks = ["running", "requested", "running", "succeeded"].map((state) => ({ state }));
+    expect(stateCounts(tasks)).toEqual([["requested", 1], ["running", 2], ["succeeded", 1]]);
   });
 
   it("only passes http(s) urls", () => {

@@ -23,6 +23,19 @@ describe("header", () => {
     expect(link.getAttribute("target")).toBe("_blank");
   });
 
+  it("links to TensorBoard in a new tab once the run has one", () => {
+    const model = fakeModel({ app: RUNNING_APP });
+    p.mount(model);
+    expect(p.q('[data-testid="tensorboard"]')).toBeNull();
+    model.set("tensorboard_url", "http://localhost:8088/proxy/application_1705311000000_0001/tensorboard/");
+    const link = p.q('[data-testid="tensorboard"]');
+    expect(link.textContent).toBe("TensorBoard");
+    expect(link.getAttribute("href")).toBe("http://localhost:8088/proxy/application_1705311000000_0001/tensorboard/");
+    expect(link.getAttribute("target")).toBe("_blank");
+    model.set("tensorboard_url", "javascript:alert(1)");
+    expect(p.q('[data-testid="tensorboard"]')).toBeNull();
+  });
+
   it("updates the root's state on change:app and hides the link without a url", () => {
     const model = fakeModel({ app: RUNNING_APP });
     const root = p.mount(model);

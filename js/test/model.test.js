@@ -1,7 +1,7 @@
 // Reading the model and sending to it (model.js).
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { reader, sender } from "../src/model.js";
+import { memoryOf, reader, sender } from "../src/model.js";
 import { fakeModel } from "./fake-model.js";
 
 afterEach(() => {
@@ -48,5 +48,18 @@ describe("sender", () => {
     const broken = { ...model, send: () => { throw new Error("comm closed"); } };
     sender(broken, (e) => errors.push(e))({ type: "kill", task: "worker:0" });
     expect(errors).toEqual(["Could not send kill: comm closed"]);
+  });
+});
+
+describe("memoryOf", () => {
+  it("is one Map per run for every proxy of its model, and per model before an id", () => {
+    const a = fakeModel({ app: { app_id: "application_1_0007" } });
+    const proxyA = { get: (k) => a.get(k) };
+    expect(memoryOf(a)).toBe(memoryOf(proxyA));
+    expect(memoryOf(fakeModel({ app: { app_id: "application_1_0008" } }))).not.toBe(memoryOf(a));
+    const unsubmitted = fakeModel();
+    expect(memoryOf(unsubmitted)).toBe(memoryOf(unsubmitted));
+    expect(memoryOf(unsubmitted)).not.toBe(memoryOf(fakeModel()));
+    expect(memoryOf({ get: () => { throw new Error("not synced"); } })).toBeInstanceOf(Map);
   });
 });

@@ -108,6 +108,56 @@ describe("tasks", () => {
     expect(p.qa('[data-testid="logs-button"]').filter((b) => b.tagName === "BUTTON").length).toBe(6);
   });
 
+  it("takes durations from the task's own times when YARN has no finish time", () => {
+    p.mount(
+      fakeModel({
+        tasks: [
+          task("chief:0", "succeeded", { start_time: T0, finish_time: 0, running_time: T0 + 2000, end_time: T0 + 92_000 }),
+          task("evaluator:0", "succeeded", { start_time: T0, finish_time: 0, duration_s: 47.5 }),
+        ],
+      }),
+    );
+    expect(p.row("chief:0").querySelector('[data-testid="task-duration"]').textContent).toBe("1m 30s");
+    expect(p.row("evaluator:0").querySelector('[data-testid="task-duration"]').textContent).toBe("47s");
+  });
+
+  it("rebuilds only the rows whose task changed", () => {
+    const model = fakeModel({ tasks: [task("chief:0", "running"), task("worker:0", "running")] });
+    p.mount(model);
+    const chief = p.row("chief:0");
+    const worker = p.row("worker:0");
+    model.set("tasks", [task("chief:0", "running"), task("worker:0", "succeeded")]);
+    expect(p.row("chief:0")).toBe(chief);
+    expect(p.row("worker:0")).not.toBe(worker);
+    expect(p.row("worker:0").getAttribute("data-state")).toBe("succeeded");
+  });
+
+  it("from 48 tasks shows one line per type with counts per state, rows only when opened", () => {
+    const tasks = [task("chief:0", "running")];
+    for (let i = 0; i < 199; i += 1) tasks.push(task(`worker:${i}`, i < 150 ? "running" : "requested"));
+    const model = fakeModel({ tasks });
+    p.mount(model);
+    const groups = p.qa('[data-testid="task-group"]');
+    expect(groups.map((g) => [g.tagName, g.getAttribute("data-type")])).toEqual([["DETAILS", "chief"], ["DETAILS", "worker"]]);
+    const counts = [...groups[1].querySelectorAll('[data-testid="group-count"]')].map((c) => c.textContent);
+    expect(counts).toEqual(["49 requested", "150 running"]);
+    expect(p.qa('[data-testid="task-row"]').length).toBe(0);
+    groups[1].open = true;
+    groups[1].dispatchEvent(new Event("toggle"));
+    expect(p.qa('[data-testid="task-row"]').length).toBe(199);
+    // an update keeps the group open and its rows
+    const w3 = p.row("worker:3");
+    model.set("tasks", tasks.map((t) => (t.task === "worker:199" ? t : t)));
+    expect(p.q('[data-testid="task-group"][data-type="worker"]').open).toBe(true);
+    expect(p.row("worker:3")).toBe(w3);
+    // and so does a new view of the same model (the notebook re-displaying the output)
+    p.unmount();
+    p.el.replaceChildren();
+    p.mount(model);
+    expect(p.q('[data-testid="task-group"][data-type="worker"]').open).toBe(true);
+    expect(p.qa('[data-testid="task-row"]').length).toBe(199);
+  });
+
   it("shows a task's exit message", () => {
     p.mount(fakeModel({ tasks: [task("worker:0", "failed", { exit_message: "Exit code 1" })] }));
     expect(p.row("worker:0").querySelector('[data-testid="exit-message"]').textContent).toBe("Exit code 1");
@@ -122,5 +172,17 @@ describe("pending", () => {
     expect(items).toEqual(["worker: 2 of 3 allocated; waiting for gpu capacity on queue ml-gpu"]);
     model.set("pending", []);
     expect(p.q('[data-testid="pending"]')).toBeNull();
+  });
+
+  it("shows why the run waits for the cluster's capacity, above the pending list", () => {
+    const message = "queue ml-gpu has 8 GiB, 6 GiB in use by other applications: 4 GiB more needed";
+    const model = fakeModel({ capacity: { message }, pending: ["chief: 0 of 1 allocated"] });
+    p.mount(model);
+    const box = p.q('[data-testid="capacity"]');
+    expect(box.textContent).toBe(`Waiting for cluster capacity${message}`);
+    expect(box.nextElementSibling.getAttribute("data-testid")).toBe("pending");
+    model.set("capacity", null);
+    expect(p.q('[data-testid="capacity"]')).toBeNull();
+    expect(p.q('[data-testid="pending"]')).not.toBeNull();
   });
 });

@@ -91,11 +91,25 @@ describe("elapsed time", () => {
   });
 });
 
+describe("sections", () => {
+  it("puts progress, tasks, timeline, resources and metrics in that order, and times each update", () => {
+    const model = fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "running")] });
+    const root = p.mount(model);
+    expect(root.hasAttribute("data-render-ms")).toBe(false);
+    model.set("progress", { "chief:0": { step: 5, max_steps: 10, steps_per_s: 1, rss_bytes: 1 << 20, history: [[5, 1]] } });
+    expect(Number(root.getAttribute("data-render-ms"))).toBeGreaterThanOrEqual(0);
+    model.set("metrics", [{ step: 5, loss: 1 }]);
+    const order = [...root.querySelectorAll(":scope > section")].filter((s) => s.children.length).map((s) => s.className.replace("tfy-section tfy-", ""));
+    expect(order).toEqual(["header-section", "progress-section", "tasks-section", "timeline-section", "resources-section", "metrics-section", "actions-section"]);
+  });
+});
+
 describe("cleanup", () => {
   it("unsubscribes every listener it added", () => {
     const model = fakeModel({ app: RUNNING_APP });
     p.mount(model);
-    for (const t of ["app", "tasks", "pending", "metrics", "failure", "summary", "error"]) {
+    const traits = ["app", "tasks", "pending", "capacity", "progress", "metrics", "failure", "summary", "tensorboard_url", "error"];
+    for (const t of traits) {
       expect(model.listenerCount(`change:${t}`)).toBe(1);
     }
     expect(model.listenerCount("msg:custom")).toBe(1);

@@ -1,7 +1,8 @@
-"""A real JupyterLab and a headless Chromium for the panel's browser tests.
+"""A real JupyterLab (and Notebook 7) and a headless Chromium for the panel's browser tests.
 
 ``lab`` starts ``jupyter lab`` from the project's venv on a free localhost
-port with a random token, serving a temporary copy of ``notebooks/``; it
+port with a random token, serving a temporary copy of ``notebooks/``; the same
+server serves Notebook 7's pages (``notebook`` package) at ``/notebooks/``; it
 inherits ``os.environ`` after the ``sandbox`` fixture exported the cluster's
 client environment, so its kernels reach the sandbox YARN. ``browser`` is
 Debian's Chromium (``/usr/bin/chromium``) driven by Playwright; no browser is
@@ -36,7 +37,7 @@ CHROMIUM = "/usr/bin/chromium"
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 SERVER_START_TIMEOUT_S = 180.0
 
-#: JupyterLab settings for a quiet, test-friendly UI: every cell stays in the
+#: JupyterLab (and Notebook 7) settings for a quiet, test-friendly UI: every cell stays in the
 #: DOM (no windowing) and no news / update toasts cover the page.
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
@@ -88,6 +89,10 @@ class Lab:
         workspace = Path(name).stem
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
+    def notebook7_url(self, name: str) -> str:
+        """The same notebook in Notebook 7's single-document page."""
+        return f"{self.url}/notebooks/{name}?token={self.token}"
+
     def shutdown_kernels(self) -> None:
         """Stop every session's kernel (its exit cancels the runs it launched)."""
         with contextlib.suppress(Exception):
@@ -121,6 +126,7 @@ def lab(sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]
         f"--port={port}", "--ip=127.0.0.1", "--port-retries=0",
         "--allow-root", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
         f"--LabApp.user_settings_dir={settings}",
+        f"--JupyterNotebookApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={base / 'workspaces'}",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]  # fmt: skip

@@ -45,7 +45,7 @@ SNAPSHOT_JS = """(el) => ({
   gpu: [...el.querySelectorAll('[data-testid="task-row"]')]
     .filter((r) => r.querySelector('[data-testid="gpu-badge"]'))
     .map((r) => r.getAttribute('data-task')),
-  metrics: [...el.querySelectorAll('[data-testid="metrics-table"] td[data-metric]')]
+  metrics: [...el.querySelectorAll('[data-testid="metrics-table"] [data-metric]')]
     .map((td) => td.getAttribute('data-metric')),
 })"""
 
@@ -191,9 +191,9 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
     assert gpu_tasks == {"chief:0"}, gpu_tasks
     assert row(panel, "chief:0").locator('[data-testid="gpu-badge"]').inner_text() == "gpu"
     # The evaluator's results reached the panel, with the model's accuracy.
-    accuracy = panel.locator('[data-testid="metrics-table"] td[data-metric="accuracy"]')
+    accuracy = panel.locator('[data-testid="metrics-table"] [data-metric="accuracy"]')
     assert re.fullmatch(r"0?\.\d+|1(\.0+)?", accuracy.inner_text().strip()), accuracy.inner_text()
-    assert panel.locator('[data-testid="loss-chart"] path').count() >= 1
+    assert panel.locator('[data-testid="metric-chart"][data-name="loss"] canvas').count() == 1
     assert screenshot.stat().st_size > 0
     # Mid-run the header has no diagnostics yet, and shows no stray "null" in their place.
     assert app_id in header_mid_run and "RUNNING" in header_mid_run, header_mid_run

@@ -111,3 +111,33 @@ def test_static_summary_escapes_names_and_shows_the_final_state():
     assert "&lt;b&gt;demo&lt;/b&gt;" in html and "<b>demo</b>" not in html
     assert "SUCCEEDED" in html
     assert "chief:0" in html and "gpu-node:8042" in html
+
+
+def test_progress_capacity_and_tensorboard_url_reach_the_front_end(panel):
+    st = running()
+    st.progress = {
+        "chief:0": {"step": 120, "max_steps": 400, "steps_per_s": 12.5, "loss": 0.4,
+                    "history": [[100, 0.5], [120, 0.4]], "rss_bytes": 900 << 20,
+                    "memory_limit_bytes": 1 << 30},
+    }  # fmt: skip
+    panel.run.tensorboard_url = "http://rm:8088/proxy/application_1_0001/"
+    panel.update(st)
+    assert panel.progress["chief:0"]["step"] == 120
+    assert panel.progress["chief:0"]["history"] == [[100, 0.5], [120, 0.4]]
+    assert panel.capacity is None
+    assert panel.tensorboard_url == "http://rm:8088/proxy/application_1_0001/"
+    synced = panel.get_state()
+    assert {"progress", "capacity", "tensorboard_url"} <= set(synced)
+    assert synced["progress"]["chief:0"]["rss_bytes"] == 900 << 20
+
+
+def test_the_status_own_capacity_and_tensorboard_url_win(panel, monkeypatch):
+    st = running("ACCEPTED")
+    d = st.to_dict()
+    d["capacity"] = {"message": "queue ml-gpu: 8 GiB of 8 GiB in use; 2 GiB more needed"}
+    d["tensorboard_url"] = "http://rm:8088/proxy/application_1_0001/tb/"
+    monkeypatch.setattr(RunStatus, "to_dict", lambda self: d)
+    panel.update(st)
+    assert panel.capacity == {"message": "queue ml-gpu: 8 GiB of 8 GiB in use; 2 GiB more needed"}
+    assert panel.tensorboard_url.endswith("/tb/")
+    assert panel.progress == {}

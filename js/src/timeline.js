@@ -1,0 +1,174 @@
+// The run's timeline: one bar per task on a shared time axis, in segments from requested
+// to allocated (waiting for a container), allocated to running (localisation and start)
+// and running to its end, so that where the time went is visible at a glance. With many
+// tasks, one bar per type (from its first request to its last end), expandable into the
+// type's tasks.
+
+import { TERMINAL_APP_STATES, TERMINAL_TASK_STATES, asArray, asObject, asString, asTime, formatDuration, groupTasks, stateCounts } from "./format.js";
+import { section } from "./dom.js";
+import { keptSet } from "./model.js";
+
+/** From this many tasks on, the timeline shows one bar per type. */
+export const GROUP_FROM = 48;
+
+/**
+ * @typedef {{ kind: "wait" | "launch" | "run", from: number, to: number }} Segment
+ * @typedef {{ task: string, type: string, state: string, segments: Segment[] }} Bar
+ */
+
+/**
+ * One task's segments (epoch ms). Times YARN or the task did not give fall back on the
+ * ones it did (the app's start for the request, the container's start, its finish), and
+ * a task still going ends at `now`.
+ * @param {Record<string, any>} t
+ * @param {Record<string, any>} app
+ * @param {number} now
+ * @returns {Segment[]}
+ */
+export function taskSegments(t, app, now) {
+  const state = asString(t.state).toLowerCase();
+  const running = asTime(t.running_time) || asTime(t.start_time);
+  const requested = asTime(t.requested_time) || asTime(app.start_time) || running;
+  const allocated = asTime(t.allocated_time) || (state === "requested" ? 0 : running);
+  let end = asTime(t.end_time) || asTime(t.finish_time);
+  if (!end && running && TERMINAL_TASK_STATES.has(state) && Number(t.duration_s) > 0) end = running + Number(t.duration_s) * 1000;
+  if (!end && TERMINAL_APP_STATES.has(asString(app.state))) end = asTime(app.finish_time) || now;
+  if (!end) end = now;
+  /** @type {Segment[]} */
+  const segs = [];
+  const add = (/** @type {Segment["kind"]} */ kind, /** @type {number} */ from, /** @type {number} */ to) => {
+    if (from && to && to >= from) segs.push({ kind, from, to });
+  };
+  if (!requested) return segs;
+  add("wait", requested, allocated || (running ? running : end));
+  if (allocated) add("launch", allocated, running || end);
+  if (running) add("run", running, Math.max(running, end));
+  return segs;
+}
+
+/**
+ * The time axis: start, end and about five round ticks between them.
+ * @param {number} t0
+ * @param {number} t1
+ * @returns {{ at: number, label: string }[]}
+ */
+export function ticks(t0, t1) {
+  const span = Math.max(1, t1 - t0);
+  const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200].map((s) => s * 1000);
+  const step = steps.find((s) => span / s <= 6) || Math.ceil(span / 6 / 3600000) * 3600000;
+  const out = [];
+  for (let at = 0; at <= span; at += step) out.push({ at: t0 + at, label: at === 0 ? "0s" : `+${formatDuration(at)}` });
+  return out;
+}
+
+/**
+ * Bars for `tasks` and the axis bounds.
+ * @param {unknown} tasks
+ * @param {Record<string, any>} app
+ * @param {number} now
+ */
+export function timelineModel(tasks, app, now) {
+  const groups = groupTasks(tasks);
+  /** @type {Bar[]} */
+  const bars = groups.flatMap((g) => g.tasks.map((t) => ({ task: asString(t.task), type: g.type, state: asString(t.state).toLowerCase(), segments: taskSegments(t, app, now) })));
+  const times = bars.flatMap((b) => b.segments.flatMap((s) => [s.from, s.to]));
+  const t0 = times.length ? Math.min(...times) : now;
+  const t1 = times.length ? Math.max(...times, t0 + 1000) : now + 1000;
+  return { groups, bars, t0, t1 };
+}
+
+/**
+ * A bar's track: its segments positioned in percent of the axis.
+ * @param {import("./dom.js").Builder} h
+ * @param {Segment[]} segments
+ * @param {number} t0
+ * @param {number} t1
+ */
+function track(h, segments, t0, t1) {
+  const pct = (/** @type {number} */ t) => ((t - t0) / (t1 - t0)) * 100;
+  const names = { wait: "waiting for a container", launch: "localising and starting", run: "running" };
+  return h(
+    "div",
+    { class: "tfy-track" },
+    ...segments.map((s) =>
+      h("div", {
+        class: "tfy-seg",
+        "data-kind": s.kind,
+        "data-ms": String(Math.round(s.to - s.from)),
+        title: `${names[s.kind]}: ${formatDuration(s.to - s.from)}`,
+        style: `left:${pct(s.from).toFixed(2)}%;width:${Math.max(0.4, pct(s.to) - pct(s.from)).toFixed(2)}%`,
+      }),
+    ),
+  );
+}
+
+/**
+ * @param {import("./model.js").Ctx} ctx
+ * @returns {{ el: HTMLElement, update(): void, tick(): void }}
+ */
+export function createTimeline({ h, read, keep }) {
+  const el = section(h, "timeline");
+  /** Types whose tasks are shown in grouped mode. */
+  const open = keptSet(keep, "timeline-open");
+
+  /** @param {Bar} b @param {number} t0 @param {number} t1 */
+  const barRow = (b, t0, t1) =>
+    h(
+      "div",
+      { class: "tfy-tl-row", "data-testid": "timeline-row", "data-task": b.task, "data-state": b.state },
+      h("span", { class: "tfy-tl-label tfy-mono", text: b.task }),
+      track(h, b.segments, t0, t1),
+    );
+
+  /** @param {ReturnType<typeof timelineModel>} m */
+  function groupRows(m) {
+    return m.groups.map((g) => {
+      const bars = m.bars.filter((b) => b.type === g.type);
+      const segs = bars.flatMap((b) => b.segments);
+      const span = segs.length ? [{ kind: /** @type {const} */ ("run"), from: Math.min(...segs.map((s) => s.from)), to: Math.max(...segs.map((s) => s.to)) }] : [];
+      const counts = stateCounts(g.tasks).map(([s, n]) => `${n} ${s}`).join(" · ");
+      const details = h(
+        "details",
+        { class: "tfy-tl-group", "data-testid": "timeline-group", "data-type": g.type, open: open.has(g.type) },
+        h("summary", null, h("div", { class: "tfy-tl-row" }, h("span", { class: "tfy-tl-label", text: `${g.type} (${g.tasks.length})`, title: counts }), track(h, span, m.t0, m.t1))),
+        ...(open.has(g.type) ? bars.map((b) => barRow(b, m.t0, m.t1)) : []),
+      );
+      details.addEventListener("toggle", () => {
+        const was = open.has(g.type);
+        if (/** @type {HTMLDetailsElement} */ (details).open) open.add(g.type);
+        else open.delete(g.type);
+        if (was !== open.has(g.type)) update();
+      });
+      return details;
+    });
+  }
+
+  function update() {
+    const tasks = asArray(read.get("tasks"));
+    const m = timelineModel(tasks, asObject(read.app()), Date.now());
+    if (!m.bars.length) {
+      el.replaceChildren();
+      return;
+    }
+    const axis = h(
+      "div",
+      { class: "tfy-tl-row tfy-tl-axis", "data-testid": "timeline-axis" },
+      h("span", { class: "tfy-tl-label" }),
+      h("div", { class: "tfy-track" }, ...ticks(m.t0, m.t1).map((t) => h("span", { class: "tfy-tick", style: `left:${(((t.at - m.t0) / (m.t1 - m.t0)) * 100).toFixed(2)}%`, text: t.label }))),
+    );
+    const legend = h(
+      "div",
+      { class: "tfy-tl-legend tfy-muted" },
+      ...["wait", "launch", "run"].map((k) => h("span", null, h("span", { class: "tfy-seg-key", "data-kind": k }), { wait: "requested → allocated", launch: "allocated → running", run: "running → ended" }[k] || "")),
+    );
+    const rows = tasks.length >= GROUP_FROM ? groupRows(m) : m.bars.map((b) => barRow(b, m.t0, m.t1));
+    el.replaceChildren(h("h4", { text: "Timeline" }), h("div", { class: "tfy-timeline", "data-testid": "timeline" }, ...rows, axis), legend);
+  }
+
+  /** A run still going: bars grow to now. */
+  function tick() {
+    if (!read.ended()) update();
+  }
+
+  return { el, update, tick };
+}

@@ -1,0 +1,72 @@
+// The timeline (timeline.js): one bar per task, requested → allocated → running → ended.
+import { describe, expect, it, vi } from "vitest";
+
+import { taskSegments, ticks, timelineModel } from "../src/timeline.js";
+import { fakeModel } from "./fake-model.js";
+import { RUNNING_APP, T0, task, usePanel } from "./panel.js";
+
+const p = usePanel();
+
+const ENDED = {
+  requested_time: T0 + 1000,
+  allocated_time: T0 + 3000,
+  running_time: T0 + 5000,
+  end_time: T0 + 25_000,
+};
+
+describe("timeline", () => {
+  it("splits a task into waiting, launching and running segments", () => {
+    const segs = taskSegments({ state: "succeeded", ...ENDED }, RUNNING_APP, T0 + 99_000);
+    expect(segs).toEqual([
+      { kind: "wait", from: T0 + 1000, to: T0 + 3000 },
+      { kind: "launch", from: T0 + 3000, to: T0 + 5000 },
+      { kind: "run", from: T0 + 5000, to: T0 + 25_000 },
+    ]);
+  });
+
+  it("falls back on the times it has: app start, container start, duration, now", () => {
+    const now = T0 + 60_000;
+    expect(taskSegments({ state: "requested" }, RUNNING_APP, now)).toEqual([{ kind: "wait", from: T0, to: now }]);
+    const running = taskSegments({ state: "running", start_time: T0 + 4000 }, RUNNING_APP, now);
+    expect(running.map((s) => [s.kind, s.from, s.to])).toEqual([["wait", T0, T0 + 4000], ["launch", T0 + 4000, T0 + 4000], ["run", T0 + 4000, now]]);
+    const done = taskSegments({ state: "succeeded", start_time: T0 + 4000, finish_time: 0, duration_s: 12 }, RUNNING_APP, now);
+    expect(done[done.length - 1]).toEqual({ kind: "run", from: T0 + 4000, to: T0 + 16_000 });
+  });
+
+  it("has round ticks along the axis", () => {
+    expect(ticks(T0, T0 + 60_000).map((t) => t.label)).toEqual(["0s", "+10s", "+20s", "+30s", "+40s", "+50s", "+1m 00s"]);
+    expect(ticks(T0, T0 + 25 * 60_000).map((t) => t.label)).toEqual(["0s", "+5m 00s", "+10m 00s", "+15m 00s", "+20m 00s", "+25m 00s"]);
+    expect(ticks(T0, T0 + 3000).length).toBe(4);
+  });
+
+  it("draws one row per task, segments in percent of a shared axis, and grows while running", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(T0 + 40_000);
+    const tasks = [task("chief:0", "succeeded", ENDED), task("evaluator:0", "running", { ...ENDED, end_time: 0 })];
+    p.mount(fakeModel({ app: RUNNING_APP, tasks }));
+    const rows = p.qa('[data-testid="timeline-row"]');
+    expect(rows.map((r) => r.getAttribute("data-task"))).toEqual(["chief:0", "evaluator:0"]);
+    const segs = rows[0].querySelectorAll(".tfy-seg");
+    expect([...segs].map((s) => s.getAttribute("data-kind"))).toEqual(["wait", "launch", "run"]);
+    // axis from T0+1s to T0+40s: the chief's run is 4s..24s of 39s
+    expect(segs[2].getAttribute("style")).toBe("left:10.26%;width:51.28%");
+    expect(p.qa('[data-testid="timeline-axis"] .tfy-tick')[0].textContent).toBe("0s");
+    const evRun = () => Number(p.row("evaluator:0") && p.q('[data-testid="timeline-row"][data-task="evaluator:0"] [data-kind="run"]').getAttribute("data-ms"));
+    expect(evRun()).toBe(35_000);
+    vi.advanceTimersByTime(2000);
+    expect(evRun()).toBe(37_000);
+  });
+
+  it("groups by type from 48 tasks, one bar per type, expandable", () => {
+    const tasks = [task("chief:0", "running", ENDED)];
+    for (let i = 0; i < 60; i += 1) tasks.push(task(`worker:${i}`, i < 50 ? "running" : "requested", ENDED));
+    expect(timelineModel(tasks, RUNNING_APP, T0 + 30_000).bars.length).toBe(61);
+    p.mount(fakeModel({ app: RUNNING_APP, tasks }));
+    const groups = p.qa('[data-testid="timeline-group"]');
+    expect(groups.map((g) => g.getAttribute("data-type"))).toEqual(["chief", "worker"]);
+    expect(p.qa('[data-testid="timeline-row"]').length).toBe(0);
+    groups[1].open = true;
+    groups[1].dispatchEvent(new Event("toggle"));
+    expect(p.qa('[data-testid="timeline-row"]').length).toBe(60);
+  });
+});
