@@ -1,13 +1,16 @@
 """A task's logs: live from its NodeManager while it runs, else as YARN aggregated them.
 
-Live logs come from the NodeManager's REST API; aggregated ones through
-``yarn logs``, which knows every aggregation format. Parsing both is pure
+Live logs come from the NodeManager's REST API (SPNEGO on a Kerberized
+cluster, HTTPS when its policy says so); aggregated ones through ``yarn logs``,
+which knows every aggregation format and uses the ticket cache. Parsing both is pure
 (:func:`parse_yarn_logs`, :func:`live_log_names`, :func:`split_streams`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import subprocess
 import time
 from collections.abc import Mapping
@@ -15,6 +18,7 @@ from typing import Any
 
 import requests
 
+from . import filesystem, kerberos
 from .state import ContainerInfo
 
 #: The NodeManager's own debugging files in a container's log folder: not the task's output.
@@ -38,21 +42,48 @@ class TaskLogs:
                 "files": dict(self.files)}  # fmt: skip
 
 
+@dataclasses.dataclass(frozen=True)
+class NodeAccess:
+    """How to call a NodeManager's REST API: the scheme, the query's identity, SPNEGO or not."""
+
+    scheme: str
+    params: Mapping[str, str]
+    spnego: bool
+
+
+def node_access(
+    core_site: Mapping[str, str], yarn_site: Mapping[str, str], user: str
+) -> NodeAccess:
+    """SPNEGO (and no ``user.name``) on a Kerberized cluster; HTTPS when ``yarn.http.policy``
+    is ``HTTPS_ONLY`` (the node's web address YARN reports is then its HTTPS one)."""
+    https = yarn_site.get("yarn.http.policy", "HTTP_ONLY").strip().upper() == "HTTPS_ONLY"
+    secure = kerberos.is_secure(core_site)
+    return NodeAccess("https" if https else "http", {} if secure else {"user.name": user}, secure)
+
+
 def live(c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
     """The tail of each log file of a running container, from its NodeManager."""
-    base = f"http://{c.node_http}/ws/v1/node"
-    params = {"user.name": user}
-    resp = requests.get(
+    access = node_access(
+        filesystem.read_conf("core-site.xml"), filesystem.read_conf("yarn-site.xml"), user
+    )
+    base = f"{access.scheme}://{c.node_http}/ws/v1/node"
+    params = dict(access.params)
+    session = requests.Session()  # one SPNEGO round, then the hadoop.auth cookie
+    session.auth = kerberos.http_auth() if access.spnego else None
+    resp = session.get(
         f"{base}/containers/{c.container_id}/logs",
         params=params,
         headers={"Accept": "application/json"},
         timeout=10,
     )
-    resp.raise_for_status()
+    if not resp.ok:  # e.g. 503 "User [x] is not authorized to view the logs": say it
+        raise requests.HTTPError(
+            f"{c.node_http} answered {resp.status_code}: {remote_message(resp.text)}", response=resp
+        )
     names = [n for n in live_log_names(resp.json()) if n not in DEBUG_LOGS]
     files = {}
     for name in names:
-        r = requests.get(
+        r = session.get(
             f"{base}/containerlogs/{c.container_id}/{name}",
             params={**params, "size": str(-tail)},
             timeout=10,
@@ -81,6 +112,13 @@ def aggregated(app_id: str, c: ContainerInfo, user: str, tail: int) -> dict[str,
             f"no logs of {c.container_id} yet ({' '.join(why) or 'yarn logs printed nothing'})"
         )
     return files
+
+
+def remote_message(text: str) -> str:
+    """The message of a Hadoop web service's error (its ``RemoteException`` JSON, else text)."""
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        return str(json.loads(text)["RemoteException"]["message"])
+    return text.strip()[:300] or "(no message)"
 
 
 def live_log_names(listing: Any) -> list[str]:

@@ -30,19 +30,13 @@ from tfyarn_jupyter.sandbox import Sandbox
 from tfyarn_jupyter.sandbox_daemons import negotiate_get
 from tfyarn_jupyter.sandbox_shape import Shape
 
+from .helpers import as_user
+
 pytestmark = pytest.mark.secure
 
 SHAPE = Shape(kerberos=True, ha=True, viewfs=True, hosts=True)
 APP_TIMEOUT_S = 300.0
 FINAL = ("FINISHED", "FAILED", "KILLED")
-
-
-def as_user(box: Sandbox, user: str, **extra: str) -> dict[str, str]:
-    """A full process environment acting as ``user`` (a fresh ticket, no simple identity)."""
-    env = {**os.environ, **box.env(user), **extra}
-    for name in box.unset_vars(user):
-        env.pop(name, None)
-    return env
 
 
 def run(cmd: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 import skein
 
-from tfyarn_jupyter import cluster, filesystem
+from tfyarn_jupyter import cluster, filesystem, queue_acls
 from tfyarn_jupyter.spec import NodeLabel, SpecError, TaskSpec
 
 
@@ -207,9 +207,9 @@ def test_a_task_larger_than_every_node_is_refused_giving_the_largest(spec, large
 
 
 def test_a_request_that_fits_passes():
-    specs = {
-        "chief": TaskSpec(4096, 4),
-        "worker": TaskSpec(8192, 2, instances=8),
+    specs = {  # each fits a node, and the whole fits the queue (12288 MiB / 6 vcores unlabelled)
+        "chief": TaskSpec(2048, 2),
+        "worker": TaskSpec(4096, 1, instances=2),
         "evaluator": TaskSpec(16384, 8, label=NodeLabel.GPU),
     }
     assert cluster.check_queue(CLUSTER, "gpus", specs) is None
@@ -265,3 +265,107 @@ def test_an_interrupt_while_yarn_accepts_the_application_kills_what_it_accepted(
         cluster.submit_spec(client, SPEC)
     timer.join()
     assert client.killed == ["application_1_0009"]
+
+
+# -- the ResourceManager's web services, and queue ACLs from its scheduler report -----------
+@pytest.mark.parametrize(
+    ("yarn_site", "expected"),
+    [
+        pytest.param({"yarn.resourcemanager.webapp.address": "rm:1"}, ["http://rm:1"], id="plain"),
+        pytest.param({"yarn.resourcemanager.hostname": "rm"}, ["http://rm:8088"], id="hostname"),
+        pytest.param(
+            {
+                "yarn.http.policy": "HTTPS_ONLY",
+                "yarn.resourcemanager.webapp.address": "rm:1",
+                "yarn.resourcemanager.webapp.https.address": "rm:2",
+            },
+            ["https://rm:2"],
+            id="https",
+        ),
+        pytest.param(
+            {
+                **rm_conf(*HA_IDS, "hostname.rm2=b"),
+                "yarn.resourcemanager.webapp.address.rm1": "a:1",
+            },
+            ["http://a:1", "http://b:8088"],
+            id="ha",
+        ),
+    ],
+)
+def test_rm_web_bases(yarn_site, expected):
+    assert cluster.rm_web_bases(yarn_site) == expected
+
+
+def _queue(path: str, submit: str, admin: str = " ", kids: list | None = None) -> dict:
+    acl = [{"accessType": "ADMINISTER_QUEUE", "accessControlList": admin},
+           {"accessType": "APPLICATION_MAX_PRIORITY", "accessControlList": "*"},
+           {"accessType": "SUBMIT_APP", "accessControlList": submit}]  # fmt: skip
+    q: dict = {"queueName": path.rpartition(".")[2], "queuePath": path,
+               "queueAcls": {"queueAcl": acl}}  # fmt: skip
+    if kids:
+        q["queues"] = {"queue": kids}
+    return q
+
+
+def scheduler(root: dict) -> dict:
+    return {"scheduler": {"schedulerInfo": root}}
+
+
+#: The secure sandbox's queues: root allows nobody, default everyone, ml-gpu root and alice.
+SANDBOX = scheduler(_queue("root", " ", "root ", [
+    _queue("root.default", "*", "root "), _queue("root.ml-gpu", "root,alice ", "root "),
+]))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("user", "queue", "allowed"),
+    [("alice", "ml-gpu", True), ("mallory", "ml-gpu", False), ("mallory", "default", True),
+     ("root", "ml-gpu", True), ("mallory", "root.ml-gpu", False)],
+)  # fmt: skip
+def test_queue_acls_of_the_sandbox(user, queue, allowed):
+    assert queue_acls.decide(SANDBOX, queue, user, []).allowed is allowed
+
+
+def test_a_refusal_names_the_user_the_queue_and_every_acl_on_the_way():
+    why = queue_acls.decide(SANDBOX, "ml-gpu", "mallory", []).explain("mallory", "ml-gpu")
+    assert why.startswith("user mallory may not submit to queue 'ml-gpu'")
+    assert "root: submit=nobody, administer=root" in why
+    assert "root.ml-gpu: submit=alice,root" in why
+    assert queue_acls.allowed_queues(SANDBOX, "mallory", []) == ["default"]
+
+
+def test_any_ancestor_allowing_is_enough_and_administer_counts():
+    deep = scheduler(_queue("root", " ", " ", [
+        _queue("root.team", "bob ", " ", [_queue("root.team.gpu", " ", " ")]),
+        _queue("root.ops", " ", "carol ", [_queue("root.ops.x", " ", " ")]),
+    ]))  # fmt: skip
+    assert queue_acls.decide(deep, "gpu", "bob", []).allowed is True
+    assert queue_acls.decide(deep, "root.team.gpu", "carol", []).allowed is False
+    assert queue_acls.decide(deep, "x", "carol", []).allowed is True  # admin of the parent
+    assert queue_acls.decide(deep, "x", "bob", []).path == ("root", "root.ops", "root.ops.x")
+
+
+def test_groups_allow_when_known_and_leave_it_to_yarn_when_not():
+    grouped = scheduler(_queue("root", " ", " ", [_queue("root.gpu", "alice ml,ops", " ")]))
+    assert queue_acls.decide(grouped, "gpu", "eve", ["ops"]).allowed is True
+    assert queue_acls.decide(grouped, "gpu", "eve", ["staff"]).allowed is None
+    assert queue_acls.decide(grouped, "gpu", "alice", []).allowed is True
+
+
+@pytest.mark.parametrize(
+    ("text", "everyone", "users", "groups"),
+    [("*", True, set(), set()), ("* ", True, set(), set()), (" ", False, set(), set()),
+     ("a,b g", False, {"a", "b"}, {"g"}), (" g1, g2", False, set(), {"g1", "g2"}),
+     ("root ", False, {"root"}, set())],
+)  # fmt: skip
+def test_acl_text_as_hadoop_reads_it(text, everyone, users, groups):
+    acl = queue_acls.Acl.parse(text)
+    assert (acl.everyone, set(acl.users), set(acl.groups)) == (everyone, users, groups)
+
+
+def test_unknown_queues_and_other_schedulers_leave_it_to_yarn():
+    assert queue_acls.decide(SANDBOX, "nope", "mallory", []).allowed is None
+    fifo = scheduler({"type": "fifoScheduler"})
+    assert queue_acls.decide(fifo, "default", "mallory", []).allowed is None
+    no_acls = scheduler({"queueName": "root", "queuePath": "root"})
+    assert queue_acls.decide(no_acls, "root", "mallory", []).allowed is None

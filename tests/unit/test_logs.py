@@ -1,6 +1,12 @@
 """Parsing what YARN returns for a container's logs (pure, no cluster)."""
 
-from tfyarn_jupyter.logs import live_log_names, parse_yarn_logs, split_streams
+from tfyarn_jupyter.logs import (
+    live_log_names,
+    node_access,
+    parse_yarn_logs,
+    remote_message,
+    split_streams,
+)
 
 #: What ``yarn logs`` prints before each file of a container.
 CONTAINER = """\
@@ -77,3 +83,36 @@ def test_service_log_is_stdout_and_the_stderr_file_is_stderr():
     assert (out.stdout, out.stderr, out.source) == ("o", "e", "live")
     assert sorted(out.files) == ["prelaunch.err", "stderr", "worker.log"]
     assert split_streams({}, "aggregated", "ps").stdout == ""
+
+
+# -- how to call a NodeManager -----------------------------------------------------------------
+SECURE = {"hadoop.security.authentication": "kerberos"}
+
+
+def test_a_simple_cluster_gets_the_owner_in_user_name_over_http():
+    access = node_access({}, {}, "alice")
+    assert (access.scheme, dict(access.params), access.spnego) == ("http", {"user.name": "alice"},
+                                                                   False)  # fmt: skip
+
+
+def test_a_kerberized_cluster_gets_spnego_and_no_user_name():
+    access = node_access(SECURE, {"yarn.http.policy": "HTTP_ONLY"}, "alice")
+    assert (access.scheme, dict(access.params), access.spnego) == ("http", {}, True)
+
+
+def test_https_only_switches_the_scheme():
+    access = node_access(SECURE, {"yarn.http.policy": "https_only"}, "alice")
+    assert (access.scheme, access.spnego) == ("https", True)
+    assert node_access({}, {"yarn.http.policy": "HTTP_AND_HTTPS"}, "bob").scheme == "http"
+
+
+def test_a_web_service_error_says_its_remote_message():
+    body = (
+        '{"RemoteException":{"exception":"WebApplicationException","message":"User [mallory] '
+        'is not authorized to view the logs for application application_1_0021"}}'
+    )
+    assert remote_message(body) == (
+        "User [mallory] is not authorized to view the logs for application application_1_0021"
+    )
+    assert remote_message("<html>Bad gateway</html>\n") == "<html>Bad gateway</html>"
+    assert remote_message("") == "(no message)"
