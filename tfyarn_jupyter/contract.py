@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Mapping
 
 #: The experiment function, pickled with cloudpickle, in the container's folder.
@@ -64,6 +65,67 @@ class ContractError(ValueError):
 
 class StrategyError(ValueError):
     """The program cannot train on this topology, or not with this Keras."""
+
+
+# -- the tensorboard task -----------------------------------------------------------------------
+#: The tensorboard service's own variables (tf-yarn's TaskSpec ``tb_*`` fields).
+TB_MODEL_DIR_VAR = "TFYARN_TB_MODEL_DIR"
+TB_TIMEOUT_VAR = "TFYARN_TB_TERMINATION_TIMEOUT"
+TB_ARGS_VAR = "TFYARN_TB_EXTRA_ARGS"
+#: How long TensorBoard stays up after the other tasks ended, when the spec says -1 (tf-yarn's).
+TB_DEFAULT_TIMEOUT_S = 30
+#: TensorBoard flags the tensorboard task sets itself: where it reads and where it serves, which
+#: the ResourceManager's proxy must reach.
+TB_RESERVED_FLAGS = ("--logdir", "--logdir_spec", "--port", "--host", "--bind_all", "--path_prefix")
+
+
+def split_tb_args(text: str) -> list[str]:
+    """``tb_extra_args`` as TensorBoard's arguments (shell words); a reserved flag is refused."""
+    try:
+        args = shlex.split(text)
+    except ValueError as exc:
+        raise ContractError(f"tb_extra_args {text!r} cannot be split: {exc}") from None
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in TB_RESERVED_FLAGS:
+            raise ContractError(
+                f"tb_extra_args: {flag} is set by the tensorboard task itself (it reads the "
+                "run's model dir, or tb_model_dir, and serves on a port the ResourceManager's "
+                "proxy reaches); drop it"
+            )
+    return args
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorBoardContract:
+    """What the tensorboard task is told: what to read, how long to outlive training, extra args.
+
+    An empty ``model_dir`` means the model dir of the Experiment ``experiment_fn`` returns.
+    """
+
+    model_dir: str = ""
+    termination_timeout_s: int = TB_DEFAULT_TIMEOUT_S
+    extra_args: str = ""
+
+    def to_env(self) -> dict[str, str]:
+        env = {TB_TIMEOUT_VAR: str(self.termination_timeout_s)}
+        if self.model_dir:
+            env[TB_MODEL_DIR_VAR] = self.model_dir
+        if self.extra_args:
+            env[TB_ARGS_VAR] = self.extra_args
+        return env
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TensorBoardContract:
+        env = os.environ if environ is None else environ
+        timeout = env.get(TB_TIMEOUT_VAR, str(TB_DEFAULT_TIMEOUT_S))
+        if not timeout.isdecimal():
+            raise ContractError(f"{TB_TIMEOUT_VAR}={timeout!r} is not a whole number of seconds")
+        return cls(env.get(TB_MODEL_DIR_VAR, ""), int(timeout), env.get(TB_ARGS_VAR, ""))
+
+    @property
+    def argv(self) -> list[str]:
+        return split_tb_args(self.extra_args)
 
 
 def _topology_text(topology: Mapping[str, int]) -> str:

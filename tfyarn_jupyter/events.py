@@ -8,11 +8,15 @@ value is a small JSON object with the time it happened. Keys:
     ``container`` (the process started; host, attempt), ``init`` (the
     address this task serves TensorFlow on), ``start``, ``train_start``,
     ``train_stop``, ``eval_start``, ``eval_stop``, and ``stop`` (the task ended;
-    ``traceback`` is empty on success).
+    ``traceback`` is empty on success). A ``tensorboard`` task's ``start`` has
+    its page through the ResourceManager's proxy (``url``), the address that
+    page proxies to (``target``) and the folder it reads (``logdir``).
 ``progress/<type:index>``
-    A trainer's latest ``step``, ``steps_per_s`` and ``loss`` (and other
-    training metrics), overwritten in place at most every 2 s: one key per
-    task, however long the run, so the store stays small.
+    A trainer's latest ``step``, ``max_steps``, ``steps_per_s`` and ``loss``
+    (and other training metrics), and every task's resources (``rss_bytes``
+    and ``cpu_percent`` of its process tree, ``memory_limit_bytes``, ``gpu``
+    where ``nvidia-smi`` exists), overwritten in place at most every 2 s: one
+    key per task, however long the run, so the store stays small.
 ``metrics/<global step, zero-padded>``
     One evaluation's results, published by the evaluator as it computes them.
 ``client/heartbeat``
@@ -20,6 +24,10 @@ value is a small JSON object with the time it happened. Keys:
     kernel does not leave training running.
 ``client/detached``
     Present when the run was launched to outlive its kernel.
+``client/capacity``
+    The client's explanation of why some tasks are still waiting for
+    containers (the queue and partition that are full, with figures), so that
+    a task tired of waiting for its peers can name the real cause.
 ``client/ack/<type:index>``
     The client has read that task's ``stop`` event. A task that ends while a
     client is attached waits (briefly) for this before exiting: the
@@ -49,6 +57,7 @@ TASK_KINDS = (
 )
 HEARTBEAT = "client/heartbeat"
 DETACHED = "client/detached"
+CAPACITY = "client/capacity"
 
 
 def ack_key(task: str) -> str:
@@ -107,6 +116,8 @@ class Events:
     progress: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     heartbeat: float | None = None
     detached: bool = False
+    #: The client's latest explanation of what is pending and why ("" when nothing waits).
+    capacity: str = ""
     acked: set[str] = dataclasses.field(default_factory=set)
 
     def task(self, name: str) -> dict[str, dict[str, Any]]:
@@ -140,6 +151,8 @@ def parse(kv: Mapping[str, bytes]) -> Events:
             ev.heartbeat = decode(kv[key]).get("t")
         elif key == DETACHED:
             ev.detached = True
+        elif key == CAPACITY:
+            ev.capacity = str(decode(kv[key]).get("message") or "")
         elif key.startswith("client/ack/"):
             ev.acked.add(key[len("client/ack/") :])
     ev.metrics.sort(key=lambda m: m["step"])

@@ -24,10 +24,13 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import HTML, display
 
+from .cell import MISSING, cell_function, existing_function, is_empty, python_of
 from .options import LaunchOptions
 from .spec import TASK_TYPES, NodeLabel, SpecError, TaskSpec, validate_task_specs
 
 DEFAULT_CHIEF = "1G/1"
+#: A TensorBoard's resources when ``--tensorboard`` names none.
+DEFAULT_TENSORBOARD = "1G/1"
 
 
 @dataclasses.dataclass
@@ -37,6 +40,8 @@ class LaunchArgs:
     task_specs: dict[str, TaskSpec]
     options: LaunchOptions
     fn: str = "experiment_fn"
+    #: ``--fn`` was given: only then may a cell with no code launch an existing function.
+    fn_explicit: bool = False
     wait: bool = False
     var: str | None = None
 
@@ -59,6 +64,10 @@ def _args_decorators(func: Any) -> Any:
         _task_argument("worker"),
         _task_argument("ps"),
         _task_argument("evaluator"),
+        argument("--tensorboard", nargs="?", const=DEFAULT_TENSORBOARD, default=None,
+                 metavar="MEM/VCORES",
+                 help="also run TensorBoard on the model dir, linked from the panel through "
+                      f"the ResourceManager's proxy (default {DEFAULT_TENSORBOARD})"),
         argument("--gpu", metavar="TYPES", default="",
                  help="comma-separated task types to run on nodes labelled 'gpu', "
                       "e.g. --gpu chief,worker (use with a queue that reaches them)"),
@@ -74,13 +83,16 @@ def _args_decorators(func: Any) -> Any:
                  help="extra filesystem to get delegation tokens for (repeatable)"),
         argument("--retries", default="0", metavar="N",
                  help="re-submit a failed run up to N times"),
-        argument("--fn", default="experiment_fn", metavar="NAME",
-                 help="the function the cell defines (default experiment_fn)"),
+        argument("--fn", default=None, metavar="NAME",
+                 help="the function the cell defines (default experiment_fn); over a cell with "
+                      "no code (a comment), launch the notebook's existing function NAME"),
         argument("--archive", default=None, metavar="PATH",
                  help="a pre-built environment archive (local path or hdfs://)"),
         argument("--function", action="store_true",
                  help="run the cell's function itself in every task (with TF_CONFIG, RANK, "
                       "WORLD_SIZE, MASTER_ADDR set) instead of the Experiment it returns"),
+        argument("--mlflow", action="store_true",
+                 help="log the run to MLflow (on by itself when MLFLOW_TRACKING_URI is set)"),
         argument("--wait", action="store_true",
                  help="block until the run ends; interrupting the kernel cancels it"),
         argument("--detach", action="store_true",
@@ -122,8 +134,10 @@ def parse_launch(line: str) -> LaunchArgs:
         raise UsageError(f"%%tfyarn --retries {args.retries!r}: expected a whole number >= 0")
     if args.var is not None and not args.var.isidentifier():
         raise UsageError(f"%%tfyarn --var {args.var!r}: not a Python name")
-    if not args.fn.isidentifier():
-        raise UsageError(f"%%tfyarn --fn {args.fn!r}: not a Python name")
+    fn_explicit = args.fn is not None
+    fn_name = args.fn if fn_explicit else "experiment_fn"
+    if not fn_name.isidentifier():
+        raise UsageError(f"%%tfyarn --fn {fn_name!r}: not a Python name")
     if args.wait and args.detach:
         raise UsageError("%%tfyarn: --wait and --detach exclude each other")
     try:
@@ -138,11 +152,12 @@ def parse_launch(line: str) -> LaunchArgs:
             pyenv_archive=args.archive,
             detach=args.detach,
             mode="function" if args.function else "experiment",
+            mlflow=True if args.mlflow else None,
         )
     except SpecError as exc:
         raise UsageError(f"%%tfyarn: {exc}") from None
-    return LaunchArgs(task_specs=specs, options=options, fn=args.fn, wait=args.wait,
-                      var=args.var)  # fmt: skip
+    return LaunchArgs(task_specs=specs, options=options, fn=fn_name, wait=args.wait,
+                      var=args.var, fn_explicit=fn_explicit)  # fmt: skip
 
 
 def _parse_topology(args: Any) -> dict[str, TaskSpec]:
@@ -164,7 +179,7 @@ def _parse_topology(args: Any) -> dict[str, TaskSpec]:
             specs[ttype] = TaskSpec.parse(text, label=label)
         except SpecError as exc:
             raise UsageError(f"%%tfyarn --{ttype}: {exc}") from None
-        if ttype in ("chief", "evaluator") and specs[ttype].instances != 1:
+        if ttype in ("chief", "evaluator", "tensorboard") and specs[ttype].instances != 1:
             raise UsageError(f"%%tfyarn --{ttype} {text!r}: a run has exactly one {ttype}")
     missing_gpu = gpu - set(specs)
     if missing_gpu:
@@ -253,22 +268,15 @@ class TfyarnMagics(Magics):
             print(_launch_parser.parser.format_help())
             return None
         args = parse_launch(line)
-        before = set(self.shell.user_ns)
+        ns = self.shell.user_ns
+        source = python_of(self.shell, cell)
+        if source is not None and is_empty(source):
+            return self._launch(args, existing_function(args.fn, args.fn_explicit, ns))
+        before, previous = set(ns), ns.get(args.fn, MISSING)
         result = self.shell.run_cell(cell, store_history=False, silent=False)
         if not result.success:
             raise UsageError("%%tfyarn: the cell raised; nothing was submitted")
-        fn = self.shell.user_ns.get(args.fn)
-        if not callable(fn):
-            defined = sorted(
-                n for n in set(self.shell.user_ns) - before
-                if callable(self.shell.user_ns[n]) and not n.startswith("_")
-            )  # fmt: skip
-            raise UsageError(
-                f"%%tfyarn: the cell defines no function {args.fn!r}"
-                + (f"; it defined: {', '.join(defined)} (pick one with --fn NAME)" if defined
-                   else "; define `def experiment_fn(): ... return Experiment(...)`")
-            )  # fmt: skip
-        return self._launch(args, fn)
+        return self._launch(args, cell_function(ns, args.fn, source, before, previous))
 
     def _launch(self, args: LaunchArgs, fn: Any) -> Any:
         from . import run as runs
@@ -297,36 +305,35 @@ class TfyarnMagics(Magics):
         return None
 
     def _show(self, run: Any) -> Any:
-        """The live panel, plus a static summary kept current for saved notebooks."""
-        from .widget import status_html
-
-        summary = display(HTML(f"<div>tfyarn run <code>{run.app_id}</code> submitted</div>"),
-                          display_id=True)  # fmt: skip
-        last_key: list[Any] = [None]
-
-        def refresh(st: Any) -> None:
-            key = (st.app.state, tuple(t.state for t in st.tasks), len(st.metrics))
-            if summary is not None and key != last_key[0]:
-                last_key[0] = key
-                summary.update(HTML(status_html(st)))
+        """One output: the live panel, whose display bundle carries the static summary
+        (``text/html``) too, re-sent in place as the run's state changes so that a saved or
+        exported notebook shows where the run got to."""
+        from .widget import RunPanel, status_html
 
         try:
-            from .widget import RunPanel
-
             panel = RunPanel(run, start=False)
         except Exception as exc:  # no widget front end here: the static summary only
             print(f"tfyarn: live panel unavailable ({exc}); showing a static summary")
-            return None
+            return display(HTML(status_html(run.status())))
+        handle = display(panel, display_id=True)
+        last_key: list[Any] = [None]
+
+        def refresh(st: Any) -> None:
+            key = (st.app.app_id, st.app.state, tuple(t.state for t in st.tasks),
+                   len(st.metrics), bool(st.capacity), st.ended)  # fmt: skip
+            if handle is not None and key != last_key[0]:
+                last_key[0] = key
+                handle.update(panel)
+
         panel.add_listener(refresh)
         self.panels.append(panel)
-        display(panel)
         panel.poller.start()
         return panel
 
     @line_magic("tfyarn")  # type: ignore[arg-type]
     def tfyarn_line(self, line: str) -> Any:
-        """``%tfyarn list | attach APP_ID | cancel APP_ID | logs APP_ID [TASK]``."""
-        from . import cluster
+        """``%tfyarn list | attach APP_ID | cancel APP_ID | logs APP_ID [TASK] | env``."""
+        from . import cluster, layer_cache
         from . import run as runs
 
         words = shlex.split(line)
@@ -334,6 +341,9 @@ class TfyarnMagics(Magics):
             print(self.tfyarn_line.__doc__)
             return None
         cmd, rest = words[0], words[1:]
+        if cmd == "env":  # what a launch ships: layers and sizes (layer_cache.py)
+            print(layer_cache.environment_report())
+            return None
         need_id = {"attach": 1, "cancel": 1, "logs": 1}
         if cmd not in ("list", *need_id):
             raise UsageError(f"%tfyarn {cmd!r}: use list, attach APP_ID, cancel APP_ID, "
@@ -347,11 +357,14 @@ class TfyarnMagics(Magics):
         if cmd == "list":
             return self._list(client)
         app_id = rest[0]
+        try:  # another user's run refuses (ACLs): say so in one line, with no Java trace
+            run = client.kill_application(app_id) if cmd == "cancel" else runs.attach(app_id)
+        except Exception as exc:
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UsageError(f"%tfyarn {cmd} {app_id}: {why}") from None
         if cmd == "cancel":
-            client.kill_application(app_id)
             print(f"killed {app_id}")
             return None
-        run = runs.attach(app_id)
         if cmd == "attach":
             self.runs.append(run)
             self._show(run)

@@ -5,15 +5,19 @@ A :class:`Reporter` writes one task's ``progress/<type:index>`` key (see
 seconds and once more when training ends: one key per task however long the
 run, and one store write per task every 2 s at most. Training code feeds it
 through an Estimator hook (:func:`estimator_hook`), a Keras callback
-(:class:`ProgressCallback`) or :func:`report` for plain functions. The
-TensorFlow-facing classes are built on first use: importing this module
-imports no TensorFlow.
+(:class:`ProgressCallback`) or :func:`report` for plain functions. Each
+write also carries the task's resources (a :class:`~.resources.Sampler`'s
+figures) and the training's ``max_steps`` when known; :func:`start_ticker`
+keeps the resources current for tasks that do not train (evaluator, ps) or
+have not started yet, in the same key. The TensorFlow-facing classes are
+built on first use: importing this module imports no TensorFlow.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +26,8 @@ from tfyarn_jupyter import events
 
 #: The least time between two writes of one task's progress.
 MIN_INTERVAL_S = 2.0
+#: How often a task that reports no steps writes its resources.
+TICK_INTERVAL_S = 5.0
 
 
 class Reporter:
@@ -32,6 +38,7 @@ class Reporter:
         put: Callable[[Mapping[str, Any]], None],
         min_interval_s: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
+        sample: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self._put = put
         self.min_interval_s = min_interval_s
@@ -40,6 +47,14 @@ class Reporter:
         self._since = (0, clock())
         self._pending: dict[str, Any] | None = None
         self.writes = 0
+        #: The training's last step (Estimator's ``max_steps``, Keras's steps x epochs).
+        self.max_steps: int | None = None
+        #: Returns the task's resources for each write (``{}`` when not measured).
+        self.sample: Callable[[], Mapping[str, Any]] = sample or dict
+        #: The training figures last written, repeated by :meth:`tick`'s resource writes.
+        self._written: dict[str, Any] = {}
+        self._written_at = clock()
+        self._lock = threading.Lock()
 
     def restart(self, step: int) -> None:
         """Training (re)starts at ``step`` (a restored checkpoint's): rates count from here."""
@@ -58,22 +73,52 @@ class Reporter:
 
     def flush(self) -> bool:
         """Write the latest figures if they are not written yet (at the end of training)."""
-        if self._pending is None:
-            return False
-        now = self._clock()
-        step0, t0 = self._since
-        payload = self._pending
-        elapsed = now - t0
-        payload["steps_per_s"] = (payload["step"] - step0) / elapsed if elapsed > 0 else 0.0
-        self._pending = None
-        self._since = (payload["step"], now)
+        with self._lock:
+            if self._pending is None:
+                return False
+            now = self._clock()
+            step0, t0 = self._since
+            payload = self._pending
+            elapsed = now - t0
+            payload["steps_per_s"] = (payload["step"] - step0) / elapsed if elapsed > 0 else 0.0
+            if self.max_steps is not None:
+                payload["max_steps"] = int(self.max_steps)
+            self._pending = None
+            self._since = (payload["step"], now)
+            self._written = dict(payload)
+            return self._write(payload, now)
+
+    def tick(self, interval: float = TICK_INTERVAL_S) -> bool:
+        """Write the resources (beside the last training figures) if nothing was written for
+        ``interval`` seconds: a task that trains writes them with its steps instead."""
+        with self._lock:
+            now = self._clock()
+            if now - self._written_at < interval:
+                return False
+            return self._write(dict(self._written), now)
+
+    def _write(self, payload: dict[str, Any], now: float) -> bool:
+        self._written_at = now
         try:
+            payload.update(self.sample())
             self._put(payload)
         except Exception as exc:  # progress is best effort: never fail the training for it
             print(f"tfyarn: progress not written: {exc}", file=sys.stderr, flush=True)
             return False
         self.writes += 1
         return True
+
+
+def start_ticker(reporter: Reporter, interval: float = TICK_INTERVAL_S) -> threading.Event:
+    """Keep ``reporter``'s resources current from a light daemon thread; set the event to stop."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval / 2):
+            reporter.tick(interval)
+
+    threading.Thread(target=loop, name="tfyarn-resources", daemon=True).start()
+    return stop
 
 
 def kv_writer(kv: Any, task: str) -> Callable[[Mapping[str, Any]], None]:
@@ -137,6 +182,7 @@ class KerasProgress:
         rep = self._reporter()
         if rep is not None:
             rep.restart(self._step())
+            rep.max_steps = keras_max_steps(getattr(self, "params", None)) or rep.max_steps
 
     def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
         rep = self._reporter()
@@ -148,6 +194,15 @@ class KerasProgress:
         if rep is not None:
             rep.report(self._step(), **figures(logs))
             rep.flush()
+
+
+def keras_max_steps(params: Mapping[str, Any] | None) -> int | None:
+    """The optimizer's step count at the end of ``fit``: steps per epoch x epochs (Keras counts
+    the steps of every epoch, the ones before ``initial_epoch`` too), None when unknown."""
+    steps, epochs = (params or {}).get("steps"), (params or {}).get("epochs")
+    if isinstance(steps, int) and isinstance(epochs, int) and steps > 0 and epochs > 0:
+        return steps * epochs
+    return None
 
 
 def figures(logs: Any) -> dict[str, Any]:
@@ -238,9 +293,13 @@ def find_loss(graph: Any) -> Any:
     return None
 
 
-def estimator_hook(reporter: Reporter) -> Any:
-    """A ``SessionRunHook`` that reports the trainer's progress (added to ``train_spec.hooks``)."""
+def estimator_hook(reporter: Reporter, max_steps: int | None = None) -> Any:
+    """A ``SessionRunHook`` that reports the trainer's progress (added to ``train_spec.hooks``);
+    ``max_steps`` is the ``TrainSpec``'s."""
     import tensorflow as tf
+
+    if max_steps:
+        reporter.max_steps = int(max_steps)
 
     class ProgressHook(EstimatorProgress, tf.compat.v1.train.SessionRunHook):
         def before_run(self, run_context: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 
 import skein
 
-from . import appspec, cluster, contract, packing
+from . import appspec, cluster, contract, layer_cache, mlflow_log, packing, resources
 from .options import LaunchOptions
 from .result import (
     RunFailed,
@@ -83,7 +83,9 @@ class Run:
         self.nb_retries = nb_retries
         self.detached = detached
         self.phases = dict(prepared.phases) if prepared else {}
-        self.env_report: packing.EnvReport | None = prepared.env_report if prepared else None
+        self.env_report: packing.EnvReport | layer_cache.LayersReport | None = (
+            prepared.env_report if prepared else None
+        )
         self.submitted_at = time.time()
         self._prepared = prepared
         self._env = redact_env(env or {})
@@ -92,6 +94,10 @@ class Run:
         self._persisted: set[str] = set()
         self._result: RunResult | None = None
         self._heartbeat_stop = threading.Event()
+        #: Logs the run to MLflow from the driver step (:mod:`.mlflow_log`), or None.
+        self.tracker: mlflow_log.Tracker | None = None
+        #: Tasks whose memory was logged as critical (once per task).
+        self._memory_warned: set[str] = set()
         _live_runs.add(self)
         if heartbeat and not detached:
             self._start_heartbeat()
@@ -144,6 +150,12 @@ class Run:
             return st
 
     @property
+    def tensorboard_url(self) -> str | None:
+        """The tensorboard task's page through the ResourceManager's proxy, while it serves."""
+        last = self._source.last
+        return last.tensorboard_url if last is not None else None
+
+    @property
     def ended(self) -> bool:
         """The run (not only the current attempt) is over: it succeeded or has no retry left."""
         last = self._source.last
@@ -159,14 +171,31 @@ class Run:
             st = self.status()
             for line in changes(prev, st):
                 logger.info(line)
+            if st.tensorboard_url and st.tensorboard_url != (prev and prev.tensorboard_url):
+                logger.info("%s TensorBoard: %s", st.app.app_id, st.tensorboard_url)
+            self._warn_memory(st)
             self._source.acknowledge()
+            self._source.publish_capacity()
             if st.ended and st.app.app_id not in self._persisted:
                 self._persisted.add(st.app.app_id)
                 self._persist(st)
             if st.ended and not st.succeeded and self.attempt < self.nb_retries:
                 self._retry()
                 st = self.status()
+            if self.tracker is not None:
+                self.tracker.observe(self, st)
             return st
+
+    def _warn_memory(self, st: RunStatus) -> None:
+        """Log once per task that its memory neared the limit past which YARN kills it."""
+        for task, level in resources.memory_warnings(st).items():
+            if level == "critical" and task not in self._memory_warned:
+                self._memory_warned.add(task)
+                p = st.progress.get(task, {})
+                logger.warning(
+                    "%s %s uses %.0f MiB, over %d%% of its memory limit: YARN kills it past it",
+                    st.app.app_id, task, p.get("rss_bytes", 0) / 2**20, resources.CRITICAL * 100,
+                )  # fmt: skip
 
     def _persist(self, st: RunStatus) -> None:
         write_event_log(st, self.task_specs, self._source.events, self.attempts, self._env)
@@ -234,10 +263,11 @@ def submit(
     """
     specs = validate_task_specs(task_specs)
     opts = options.pop("options", None) or LaunchOptions.from_keywords(options)
+    tracker = mlflow_log.tracker_for(opts.mlflow)
     t0 = time.perf_counter()
     prep = appspec.prepare(experiment_fn, specs, opts)
     try:
-        client = cluster.get_client()
+        client = opts.skein_client or cluster.get_client(opts.principal, opts.keytab)
         t1 = time.perf_counter()
         app_id = cluster.submit_spec(client, appspec.with_attempt(prep.spec, prep.contract, 0))
         prep.phases["submit"] = time.perf_counter() - t1
@@ -252,6 +282,9 @@ def submit(
     run = Run(client, app_id, prep.task_specs, prepared=prep, nb_retries=opts.nb_retries,
               detached=opts.detach, heartbeat=not opts.detach, env=opts.env)  # fmt: skip
     logger.info("submitted %s to queue %s (%s)", app_id, opts.queue, opts.name)
+    if tracker is not None:
+        tracker.start(run, opts)
+        run.tracker = tracker
     if opts.detach:
         with contextlib.suppress(Exception):
             run.source.mark_detached()

@@ -12,8 +12,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-#: The TensorFlow task types, in the order a panel shows them.
-TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+#: The task types, in the order a panel shows them: TensorFlow's, and tf-yarn's ``tensorboard``.
+TASK_TYPES = ("chief", "worker", "ps", "evaluator", "tensorboard")
+#: The fields of a TaskSpec that only the tensorboard task reads, and their defaults.
+TB_DEFAULTS = {"tb_termination_timeout_seconds": -1, "tb_model_dir": None, "tb_extra_args": None}
 
 
 class SpecError(ValueError):
@@ -108,8 +110,10 @@ class TaskSpec:
     """Resources of one task type: memory (MiB), vcores, instances and node label.
 
     The fields and their positional order are tf-yarn's. ``nb_proc_per_worker``
-    must be 1 (run more ``instances`` instead); the ``tb_*`` fields belong to
-    tf-yarn's ``tensorboard`` task type and are kept as given.
+    must be 1 (run more ``instances`` instead). The ``tb_*`` fields are the
+    ``tensorboard`` task's: how many seconds it stays up after training ended
+    (-1: 30), the folder it reads (None: the Experiment's model dir; ``hdfs://``
+    too) and extra TensorBoard arguments (shell words).
     """
 
     memory: int
@@ -153,6 +157,9 @@ class TaskSpec:
         ):
             raise SpecError(f"tb_termination_timeout_seconds must be an int, got "
                             f"{tb_termination_timeout_seconds!r}")  # fmt: skip
+        if tb_termination_timeout_seconds < -1:
+            raise SpecError(f"tb_termination_timeout_seconds must be >= 0 (or -1: 30 s), got "
+                            f"{tb_termination_timeout_seconds}")  # fmt: skip
         set_(self, "tb_termination_timeout_seconds", tb_termination_timeout_seconds)
         for name, value in (("tb_model_dir", tb_model_dir), ("tb_extra_args", tb_extra_args)):
             if value is not None and not isinstance(value, str):
@@ -184,8 +191,7 @@ class TaskSpec:
         """Plain data (``label`` as its value), omitting the ``tb_*`` fields left at default."""
         d = {f: getattr(self, f) for f in _FIELDS}
         d["label"] = self.label.value
-        defaults = {"nb_proc_per_worker": 1, "tb_termination_timeout_seconds": -1,
-                    "tb_model_dir": None, "tb_extra_args": None}  # fmt: skip
+        defaults = {"nb_proc_per_worker": 1, **TB_DEFAULTS}
         return {k: v for k, v in d.items() if k not in defaults or v != defaults[k]}
 
     @classmethod
@@ -212,11 +218,6 @@ def validate_task_specs(task_specs: Mapping[str, TaskSpec]) -> dict[str, TaskSpe
     """
     if not isinstance(task_specs, Mapping) or not task_specs:
         raise SpecError('task_specs must be a non-empty dict such as {"chief": TaskSpec(...)}')
-    if "tensorboard" in task_specs:
-        raise SpecError(
-            "the 'tensorboard' task type is not supported yet: run TensorBoard on the "
-            "model_dir yourself (tensorboard --logdir <model_dir>)"
-        )
     unknown = [t for t in task_specs if t not in TASK_TYPES]
     if unknown:
         raise SpecError(
@@ -236,12 +237,43 @@ def validate_task_specs(task_specs: Mapping[str, TaskSpec]) -> dict[str, TaskSpe
     evaluator = task_specs.get("evaluator")
     if evaluator is not None and evaluator.instances != 1:
         raise SpecError(f"a run takes at most one evaluator, got instances={evaluator.instances}")
+    check_tensorboard(task_specs)
     if "ps" in task_specs and chief is None:
         raise SpecError(
             'a "ps" needs a "chief" to coordinate parameter-server training: add '
             '"chief": TaskSpec(...), or drop the ps for all-reduce training between workers'
         )
     return {t: task_specs[t] for t in TASK_TYPES if t in task_specs}
+
+
+def check_tensorboard(task_specs: Mapping[str, TaskSpec]) -> None:
+    """One tensorboard task at most, with arguments it can pass on; ``tb_*`` fields only there."""
+    from .contract import ContractError, split_tb_args
+
+    for name, spec in task_specs.items():
+        given = [f for f, default in TB_DEFAULTS.items() if getattr(spec, f) != default]
+        if name != "tensorboard" and given:
+            raise SpecError(
+                f"task_specs[{name!r}]: {', '.join(given)} belong to the 'tensorboard' task: "
+                f'add "tensorboard": TaskSpec(..., {given[0]}=...) instead'
+            )
+    tb = task_specs.get("tensorboard")
+    if tb is None:
+        return
+    if tb.instances != 1:
+        raise SpecError(f"a run takes at most one tensorboard task, got instances={tb.instances}")
+    for field in ("tb_model_dir", "tb_extra_args"):
+        value = getattr(tb, field) or ""
+        if '"' in value or "\n" in value:
+            # YARN pastes environment values into its launch script between double quotes.
+            raise SpecError(f"{field} {value!r}: a double quote or a newline cannot reach the "
+                            "container (YARN's launch script); use single quotes")  # fmt: skip
+    if tb.tb_model_dir is not None and not tb.tb_model_dir.strip():
+        raise SpecError("tb_model_dir is empty: give a folder, or None for the model dir")
+    try:
+        split_tb_args(tb.tb_extra_args or "")
+    except ContractError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def task_names(task_specs: Mapping[str, TaskSpec]) -> list[str]:

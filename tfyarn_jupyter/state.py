@@ -16,6 +16,8 @@ from skein.model import ApplicationState as AppState
 from skein.model import ContainerState, FinalStatus
 
 from .events import Events
+from .history import progress_view
+from .resources import with_memory_levels
 from .spec import TASK_TYPES, NodeLabel, TaskSpec, task_names
 
 #: YARN's application states in which nothing runs any more (skein's enums equal their names).
@@ -71,6 +73,14 @@ class AppInfo:
 
 @dataclasses.dataclass
 class TaskState:
+    """One task as the panel shows it; times are epoch ms, 0 when unknown.
+
+    ``requested_time`` (the run asked YARN), ``allocated_time`` (its container
+    was given), ``running_time`` (its process reported in), ``end_time`` (its
+    container finished, else its own stop event, else the run's end).
+    ``start_time``/``finish_time`` are the container's span as before.
+    """
+
     task: str
     type: str
     index: int
@@ -81,13 +91,23 @@ class TaskState:
     start_time: float = 0.0  # epoch ms
     finish_time: float = 0.0
     exit_message: str = ""
+    requested_time: float = 0.0
+    allocated_time: float = 0.0
+    running_time: float = 0.0
+    end_time: float = 0.0
+    memory_mb: int = 0
+    vcores: int = 0
 
     @property
     def duration_s(self) -> float:
-        if not self.start_time:
-            return 0.0
-        end = self.finish_time or 0.0
-        return max(0.0, (end - self.start_time) / 1000) if end else 0.0
+        """Seconds from its container's allocation (else its process's start) to its end."""
+        begin = self.allocated_time or self.running_time or self.start_time
+        end = self.end_time or self.finish_time
+        return max(0.0, (end - begin) / 1000) if begin and end else 0.0
+
+
+#: The keys of a task's dict that :meth:`RunStatus.from_dict` reads back (not derived ones).
+_TASK_FIELDS = frozenset(f.name for f in dataclasses.fields(TaskState))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +131,10 @@ class RunStatus:
     #: Each trainer's latest progress as it reports it (``"chief:0"`` ->
     #: ``{"step", "steps_per_s", "loss", "t", ...}``).
     progress: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: ``{"message": ...}`` while tasks wait for containers, saying what and why; else None.
+    capacity: dict[str, str] | None = None
+    #: The tensorboard task's page through the ResourceManager's proxy, while it serves.
+    tensorboard_url: str | None = None
 
     @property
     def ended(self) -> bool:
@@ -143,26 +167,38 @@ class RunStatus:
         failure = d.get("failure")
         return cls(
             app=AppInfo(**d["app"]),
-            tasks=[TaskState(**t) for t in d["tasks"]],
+            tasks=[
+                TaskState(**{k: v for k, v in t.items() if k in _TASK_FIELDS}) for t in d["tasks"]
+            ],
             pending=list(d.get("pending", [])),
             metrics=list(d.get("metrics", [])),
             failure=Failure(**failure) if failure else None,
             attempt=d.get("attempt", 0),
             progress=dict(d.get("progress", {})),
+            capacity=d.get("capacity"),
+            tensorboard_url=d.get("tensorboard_url"),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the widget's traits and the event log."""
-        return {
+        out = {
             "app": dataclasses.asdict(self.app),
-            "tasks": [dataclasses.asdict(t) for t in self.tasks],
+            "tasks": [
+                {**dataclasses.asdict(t), "duration_s": round(t.duration_s, 1)} for t in self.tasks
+            ],
             "pending": list(self.pending),
             "metrics": [dict(m) for m in self.metrics],
             "failure": dataclasses.asdict(self.failure) if self.failure else None,
             "summary": self.summary(),
             "attempt": self.attempt,
-            "progress": {t: dict(p) for t, p in self.progress.items()},
+            "progress": with_memory_levels(
+                self.progress, {t.task: t.memory_mb for t in self.tasks}
+            ),
+            "tensorboard_url": self.tensorboard_url,
         }
+        if self.capacity:
+            out["capacity"] = dict(self.capacity)
+        return out
 
 
 def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app: AppInfo) -> str:
@@ -196,17 +232,17 @@ def derive(
     events: Events,
     node_labels: Mapping[str, Sequence[str]],
     attempt: int = 0,
+    history: Mapping[str, Sequence[Sequence[float]]] | None = None,
+    capacity: str = "",
 ) -> RunStatus:
     """Combine one poll's reports into the run's state.
 
     ``node_labels`` maps a NodeManager's HTTP address to its labels. When a
-    task was restarted, its latest container counts.
+    task was restarted, its latest container counts. ``history`` is each
+    trainer's ``[step, loss]`` points kept across polls (the store holds only
+    the latest); ``capacity`` the client's word on why tasks wait, if any.
     """
-    latest: dict[str, ContainerInfo] = {}
-    for c in containers:
-        prev = latest.get(c.task)
-        if prev is None or c.start_time >= prev.start_time:
-            latest[c.task] = c
+    latest = latest_containers(containers)
     container: ContainerInfo | None
     tasks: list[TaskState] = []
     for name in task_names(task_specs):
@@ -232,17 +268,56 @@ def derive(
                 start_time=container.start_time if container else 0.0,
                 finish_time=container.finish_time if container else 0.0,
                 exit_message=killed_by or (container.exit_message if container else ""),
+                memory_mb=task_specs[ttype].memory,
+                vcores=task_specs[ttype].vcores,
+                **task_times(container, ev, app, state),
             )
         )
+    pending = pending_reasons(app, task_specs, tasks)
+    waiting = capacity and pending and not app.ended
     return RunStatus(
         app=app,
         tasks=tasks,
-        pending=pending_reasons(app, task_specs, tasks),
+        pending=pending,
         metrics=list(events.metrics),
         failure=first_failure(tasks, events, app),
         attempt=attempt,
-        progress={t: dict(p) for t, p in events.progress.items()},
+        progress=progress_view(events.progress, history or {}, task_specs),
+        capacity={"message": capacity} if waiting else None,
     )
+
+
+def latest_containers(containers: Iterable[ContainerInfo]) -> dict[str, ContainerInfo]:
+    """Each task's latest container (a restarted task has several)."""
+    latest: dict[str, ContainerInfo] = {}
+    for c in containers:
+        prev = latest.get(c.task)
+        if prev is None or c.start_time >= prev.start_time:
+            latest[c.task] = c
+    return latest
+
+
+def task_times(
+    container: ContainerInfo | None, ev: Mapping[str, Any], app: AppInfo, state: str
+) -> dict[str, float]:
+    """A task's timeline in epoch ms: YARN's times where it has them, else the task's own
+    events (a container's finish time is 0 once the application master has gone)."""
+
+    def at(kind: str) -> float:
+        t = ev.get(kind, {}).get("t")
+        return float(t) * 1000 if isinstance(t, (int, float)) else 0.0
+
+    allocated = container.start_time if container else 0.0
+    running = at("container")
+    end = (container.finish_time if container else 0.0) or at("stop")
+    if not end and app.ended and (allocated or running) and state != "requested":
+        end = app.finish_time  # killed with its application: it ran until the end
+    return {
+        "requested_time": app.start_time,
+        "allocated_time": allocated or (running if running else 0.0),
+        "running_time": running,
+        "end_time": end,
+    }
 
 
 def pending_reasons(
@@ -310,6 +385,9 @@ def changes(prev: RunStatus | None, new: RunStatus) -> list[str]:
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                               for k, v in sorted(m.items()) if k not in ("t", "step"))  # fmt: skip
             out.append(f"{app.app_id} evaluation at step {m.get('step')}: {shown}")
+    said = (prev.capacity or {}).get("message") if prev else None
+    if new.capacity and new.capacity.get("message") != said:
+        out.append(f"{app.app_id} waiting: {new.capacity['message']}")
     if new.ended and not (prev and prev.ended):
         final = (new.summary() or {}).get("final_status", app.final_status)
         why = f" ({new.failure.task or 'application'} failed)" if new.failure else ""

@@ -5,7 +5,12 @@ the whole key-value store (application master, one call each). Node labels
 are read once, and again only when a container lands on a node not seen
 before. :class:`StatusSource` only reads; the one write the protocol needs
 (acknowledging ended tasks, so they may exit) is :meth:`StatusSource.acknowledge`,
-which the run's driver step calls.
+which the run's driver step calls, as it calls :meth:`StatusSource.publish_capacity`.
+
+While tasks wait for containers, a poll also reads the queue's figures (at
+most every :data:`CAPACITY_INTERVAL_S`) to say what is pending and why
+(``RunStatus.capacity``). Each trainer's loss history is kept here across
+polls (:class:`~.history.History`): the store holds only the latest figures.
 """
 
 from __future__ import annotations
@@ -16,20 +21,25 @@ import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import skein
 from skein.model import ApplicationState, ContainerState
 
+from . import capacity as queue_capacity
 from . import events as protocol
 from . import logs as task_logs
 from .events import Events
+from .history import History
 from .spec import NodeLabel, TaskSpec
-from .state import AppInfo, ContainerInfo, RunStatus, derive
+from .state import STARTING_APP, AppInfo, ContainerInfo, RunStatus, derive
 
 #: Calls one poll makes while the application runs (for the benchmarks' tally).
 CALLS_PER_POLL = 3
 
 _ALL_CONTAINER_STATES = list(ContainerState)
+#: The least time between two readings of the queue's figures while tasks wait.
+CAPACITY_INTERVAL_S = 10.0
 
 
 def _ms(value: datetime | None) -> float:
@@ -83,6 +93,32 @@ def task_specs_of(client: skein.Client, app_id: str) -> dict[str, TaskSpec]:
     }
 
 
+def waiting_tasks(st: RunStatus, task_specs: Mapping[str, TaskSpec]) -> list[tuple[str, TaskSpec]]:
+    """What waits for a container: the application master before it runs, else the tasks
+    still requested."""
+    if st.app.state in STARTING_APP:
+        master = TaskSpec(queue_capacity.AM_MEMORY_MB, queue_capacity.AM_VCORES)
+        return [("the application master", master)]
+    return [(t.task, task_specs[t.type]) for t in st.tasks
+            if t.state == "requested" and t.type in task_specs]  # fmt: skip
+
+
+def tensorboard_url(app: AppInfo, events: protocol.Events) -> str | None:
+    """The tensorboard task's proxied page while it serves (it publishes it in its start).
+
+    With the application's UI ACLs on, the proxy lets only the run's users in: on a
+    cluster without Kerberos (simple HTTP authentication) ``user.name`` says who
+    asks, and the ResourceManager keeps it in a cookie for TensorBoard's own requests.
+    """
+    tb = events.task("tensorboard:0")
+    url = tb.get("start", {}).get("url")
+    if app.ended or "stop" in tb or not isinstance(url, str):
+        return None
+    if app.user and "user.name=" not in url:
+        url += ("&" if "?" in url else "?") + urlencode({"user.name": app.user})
+    return url
+
+
 class StatusSource:
     """One attempt's state as YARN and its tasks report it: fetch, remember the last, derive."""
 
@@ -96,6 +132,11 @@ class StatusSource:
         self._app_client: skein.ApplicationClient | None = None
         self._labels: dict[str, list[str]] = {}
         self._lock = threading.Lock()
+        self.history = History()
+        #: Why tasks wait ("" when none does), its reading time, and what the store was told.
+        self.capacity = ""
+        self._capacity_at = -CAPACITY_INTERVAL_S
+        self._capacity_published = ""
 
     @property
     def ended(self) -> bool:
@@ -106,6 +147,7 @@ class StatusSource:
         st = record["status"]
         self.events = Events(tasks=dict(record.get("events", {}).get("tasks", {})),
                              metrics=list(st.get("metrics", [])))  # fmt: skip
+        self.history.seed(st.get("progress", {}))
         self.last = RunStatus.from_dict({**st, "pending": []})
 
     def _am(self) -> skein.ApplicationClient | None:
@@ -129,8 +171,30 @@ class StatusSource:
                 # A node the ResourceManager no longer lists has no labels to find: once.
                 self._labels.update({c.node_http: [] for c in self._containers
                                      if c.node_http not in self._labels})  # fmt: skip
-            self.last = derive(app, self.task_specs, self._containers, self.events, self._labels)
+            st = derive(app, self.task_specs, self._containers, self.events, self._labels,
+                        history=self.history.points, capacity=self.capacity)  # fmt: skip
+            self._explain_waiting(st)
+            st.tensorboard_url = tensorboard_url(app, self.events)
+            self.last = st
             return self.last
+
+    def _explain_waiting(self, st: RunStatus) -> None:
+        """Say what waits for containers and why (the queue's figures, read now and then)."""
+        if st.ended or not st.pending:
+            self.capacity, st.capacity = "", None
+            return
+        if time.monotonic() - self._capacity_at < CAPACITY_INTERVAL_S:
+            return
+        self._capacity_at = time.monotonic()
+        queue = st.app.queue or "default"  # YARN reports its path: root.default
+        try:
+            limits = self.queue_limits(queue)
+        except Exception:  # the figures are a help, never a reason to stop watching
+            limits = {}
+        leaf = queue.rsplit(".", 1)[-1]  # as the user named it (--queue)
+        message = queue_capacity.pending_message(leaf, waiting_tasks(st, self.task_specs), limits)
+        self.capacity = message
+        st.capacity = {"message": message} if message else None
 
     def _read_master(self) -> None:
         am = self._am()
@@ -144,6 +208,7 @@ class StatusSource:
             return
         self._containers = [container_info(c) for c in containers]
         self.events = protocol.parse(kv)
+        self.history.observe(self.events.progress)
 
     # -- the protocol's writes, and actions ---------------------------------------------
     def acknowledge(self) -> None:
@@ -155,6 +220,23 @@ class StatusSource:
         with contextlib.suppress(skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
             am.kv.transaction(on_success=[skein.kv.put(protocol.ack_key(t), b"1") for t in todo])
             self.events.acked.update(todo)
+
+    def queue_limits(self, queue: str) -> dict[str, queue_capacity.Limit]:
+        """The queue's figures per partition (the ResourceManager's; a few calls)."""
+        from .cluster import queue_limits
+
+        return queue_limits(self.client, queue)
+
+    def publish_capacity(self) -> None:
+        """Tell the tasks why their peers wait (their peer-timeout message names it)."""
+        if self.ended or self.capacity == self._capacity_published:
+            return
+        am = self._am()
+        if am is None:
+            return
+        with contextlib.suppress(skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
+            am.kv[protocol.CAPACITY] = protocol.encode({"message": self.capacity})
+            self._capacity_published = self.capacity
 
     def heartbeat(self) -> None:
         am = self._am()

@@ -8,7 +8,9 @@ addresses with its peers there, builds ``TF_CONFIG``, and runs its role. The
 roles live beside it: :mod:`~tfyarn_jupyter.train_estimator`,
 :mod:`~tfyarn_jupyter.train_keras` and :mod:`~tfyarn_jupyter.train_function`
 (a ps, and a worker under ParameterServerStrategy, serve until the trainers
-end); :mod:`~tfyarn_jupyter.progress` reports the trainers' progress.
+end); :mod:`~tfyarn_jupyter.progress` reports the trainers' progress; a
+``tensorboard`` task, outside the TensorFlow cluster, runs
+:mod:`~tfyarn_jupyter.tensorboard`.
 """
 
 from __future__ import annotations
@@ -105,10 +107,8 @@ class Task:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"{self.name} waited {self.peer_timeout:.0f}s for its peers; "
-                    f"never started: {', '.join(missing)} (not enough free resources on "
-                    "the queue, or their containers failed; raise TFYARN_PEER_TIMEOUT "
-                    "to wait longer)"
+                    f"{self.name} waited {self.peer_timeout:.0f}s for its peers: "
+                    + self.why_missing(missing, ev)
                 )
             time.sleep(0.2)
         cluster: dict[str, list[str]] = {}
@@ -116,6 +116,42 @@ class Task:
             t, _, _ = p.partition(":")
             cluster.setdefault(t, []).append(ev.task(p)["init"]["address"])
         return cluster
+
+    def why_missing(self, missing: list[str], ev: events.Events) -> str:
+        """Why peers never published their address: never allocated (and the client's word on
+        the queue), started and silent, or their container ended."""
+        from skein.model import ContainerState
+
+        services = sorted({p.partition(":")[0] for p in missing} & set(self.topology))
+        try:
+            seen = self.app.get_containers(services=services, states=list(ContainerState))
+        except Exception:
+            seen = []
+        latest = {f"{c.service_name}:{c.instance}": c for c in sorted(seen, key=_started)}
+        waiting, started, ended = [], [], []
+        for p in missing:
+            c = latest.get(p)
+            state = str(getattr(c.state, "name", c.state)) if c is not None else "WAITING"
+            if c is None or state in ("WAITING", "REQUESTED"):
+                waiting.append(p)
+            elif state == "RUNNING":
+                started.append(p)
+            else:
+                ended.append(f"{p} ({state}{': ' + c.exit_message if c.exit_message else ''})")
+        why = []
+        if waiting:
+            cause = ev.capacity or (
+                "no free capacity on the queue (the run's panel says what is pending)"
+            )
+            why.append(f"{', '.join(waiting)} {'was' if len(waiting) == 1 else 'were'} never "
+                       f"allocated: {cause}; they may start once other applications release "
+                       f"resources ({contract.PEER_TIMEOUT_VAR}=SECONDS waits longer)")  # fmt: skip
+        if started:
+            why.append(f"{', '.join(started)} started but never published an address "
+                       "(see its logs)")  # fmt: skip
+        if ended:
+            why.append(f"container ended before joining: {', '.join(ended)}")
+        return "; ".join(why)
 
     def release_port(self) -> None:
         """The task's TensorFlow server has bound its port (or none will): let it go."""
@@ -174,7 +210,8 @@ class Task:
             _log(f"{self.name} failed:\n{tb}")
             self.put("stop", traceback=tb, exit_code=1)
             self.wait_for_ack()
-            return 1
+            # TensorBoard failing is shown, but never ends the training (as in tf-yarn).
+            return 0 if self.type == "tensorboard" else 1
         self.put("stop", traceback="", exit_code=0)
         _log(f"{self.name} done")
         self.wait_for_ack()
@@ -182,8 +219,14 @@ class Task:
 
     def _run_role_reporting(self) -> str:
         """Join the cluster and run the role; the traceback if it failed, else ""."""
-        reporter = None
+        reporter = progress.Reporter(progress.kv_writer(self.app.kv, self.name), sample=_sampler())
+        ticker = progress.start_ticker(reporter)  # resources while it waits, serves, evaluates
         try:
+            if self.type == "tensorboard":  # outside the TensorFlow cluster
+                from tfyarn_jupyter import tensorboard
+
+                tensorboard.run(self)
+                return ""
             cluster = self.exchange_addresses()
             if self.port_hold is not None:
                 self.port_hold.release_when_listening()
@@ -192,16 +235,15 @@ class Task:
             )
             _log(f"{self.name} TF_CONFIG={os.environ['TF_CONFIG']}")
             if self.type in TRAINERS:
-                reporter = progress.Reporter(progress.kv_writer(self.app.kv, self.name))
                 progress.install(reporter)
             self.run_role(cluster)
             return ""
         except BaseException:
             return traceback.format_exc()
         finally:
+            ticker.set()
             self.release_port()
-            if reporter is not None:
-                reporter.flush()
+            reporter.flush()
 
     def wait_for_ack(self) -> None:
         """Give an attached client a moment to read this task's last events."""
@@ -286,6 +328,21 @@ class Task:
         until = set(until)
         while self.ended(until) != until:
             time.sleep(1.0)
+
+
+def _started(c: Any) -> float:
+    return c.start_time.timestamp() if getattr(c, "start_time", None) else 0.0
+
+
+def _sampler() -> Any:
+    """The task's resource sampler (its ``sample``), or nothing when psutil cannot run here."""
+    try:
+        from tfyarn_jupyter import resources
+
+        return resources.Sampler().sample
+    except Exception as exc:
+        _log(f"resources not reported: {exc}")
+        return None
 
 
 def tf_has_estimator() -> bool:

@@ -25,7 +25,8 @@ def with_progress(train_spec: Any, reporter: progress.Reporter | None) -> Any:
     """``train_spec`` with the progress hook added to its hooks (when there is a reporter)."""
     if reporter is None:
         return train_spec
-    hooks = (*(train_spec.hooks or ()), progress.estimator_hook(reporter))
+    hook = progress.estimator_hook(reporter, max_steps=train_spec.max_steps)
+    hooks = (*(train_spec.hooks or ()), hook)
     return train_spec._replace(hooks=hooks)
 
 

@@ -85,24 +85,20 @@ def test_experiment_fn_that_raises_on_the_cluster_fails_with_its_traceback(sandb
     assert err.traceback in str(err)
 
 
-def test_request_no_node_can_take_now_says_what_it_waits_for_and_the_peer_wait_ends_it(
-    sandbox, runs
-):
-    # 8 GiB / 8 vcores fits the unlabelled node on paper, but this run's own
-    # application master already holds part of it, so the worker never starts.
+def test_request_that_fits_a_node_but_not_the_queue_with_its_master_is_refused(sandbox, app_names):
+    # 8 GiB / 8 vcores fits the unlabelled node on paper, but with the chief, the ps and
+    # the run's own application master it exceeds what queue default may ever hold there:
+    # once it waited for ever (until the peer timeout); now it is refused before submission.
+    # (A run that fits but waits is tests/integration/test_dashboard_data.py's.)
     specs = {"chief": SMALL, "ps": SMALL, "worker": TaskSpec("8G", 8)}
-    t0 = time.monotonic()
-    run = submit(lambda: None, specs, name=unique("tfyarn-test-pending"), peer_timeout_s=30.0)
-    runs.append(run)
-    err, snapshots = wait_failed(run)
-    print(f"ended {time.monotonic() - t0:.0f}s after submit")
-    waiting = [p for st in snapshots for p in st.pending if p.startswith("worker:")]
-    assert waiting, [st.pending for st in snapshots]
-    assert "worker: 0 of 1 allocated; waiting for free capacity on queue" in waiting[-1]
-    assert "(8192 MiB, 8 vcores each)" in waiting[-1]
-    assert err.task in ("chief:0", "ps:0")
-    assert "waited 30s for its peers; never started: worker:0" in err.traceback
-    assert "not enough free resources" in err.traceback
+    name = unique("tfyarn-test-pending")
+    with pytest.raises(SpecError) as exc:
+        submit(lambda: None, specs, name=name, peer_timeout_s=30.0)
+    text = str(exc.value)
+    assert text.startswith("the run needs 9728 MiB / 11 vcores in the unlabelled partition")
+    assert "worker 1x8192 MiB/8 vcores" in text
+    assert "queue 'default' can hold at most 8192 MiB / 8 vcores there" in text
+    assert name not in app_names()
 
 
 # -- caught before submission --------------------------------------------------------------

@@ -211,14 +211,24 @@ def test_worker_killed_by_sigkill_fails_its_attempt_with_exit_137_is_resubmitted
 def test_peer_never_granted_fails_the_run_after_peer_timeout_naming_the_missing_task(
     sandbox, cancer, cancer_files, tmp_path, runs
 ):
-    # Two 5 GiB workers in the 8 GiB gpu partition: at most one is ever granted.
+    # Another run holds 5 GiB of the 8 GiB gpu partition: of two 2 GiB workers (which would
+    # fit the partition, so the launch is accepted) at most one is ever granted.
     model_dir = str(tmp_path / "model")
     timeout_s = 30
+
+    def hold():
+        time.sleep(1800)
+
+    blocker = submit(hold, {"chief": TaskSpec("5G", 1, label="gpu")}, queue="ml-gpu",
+                     name=unique("tfyarn-fault-blocker"))  # fmt: skip
+    runs.append(blocker)
+    held = lambda: task_states(blocker.status())["chief:0"] == "running"  # noqa: E731
+    wait_for("blocker running", held, RUN_TIMEOUT_S)
 
     def experiment_fn():
         return cancer.experiment(model_dir, max_steps=200)
 
-    specs = {"chief": SMALL, "worker": TaskSpec("5G", 1, instances=2, label="gpu"), "ps": SMALL}
+    specs = {"chief": SMALL, "worker": TaskSpec("2G", 1, instances=2, label="gpu"), "ps": SMALL}
     run = submit(
         experiment_fn,
         specs,
@@ -236,19 +246,23 @@ def test_peer_never_granted_fails_the_run_after_peer_timeout_naming_the_missing_
         return st if task_states(st)["chief:0"] == "running" else None
 
     waiting = wait_for("chief running", chief_waiting, RUN_TIMEOUT_S)
-    assert any(p.startswith("worker: ") and "5120 MiB" in p for p in waiting.pending), waiting
+    assert any(p.startswith("worker: ") and "2048 MiB" in p for p in waiting.pending), waiting
     t1 = time.monotonic()
     with pytest.raises(RunFailed) as exc:
         run.wait(timeout=timeout_s + 240)
     figure("peer-never-granted-run-failed-after-chief-running", time.monotonic() - t1)
     figure("peer-never-granted-run-failed-after-submit", time.monotonic() - t0)
+    blocker.cancel()
     err = exc.value
     assert err.status is not None and err.status.app.final_status == "FAILED"
     ev = run.source.events
     never = [t for t in ("chief:0", "worker:0", "worker:1", "ps:0") if "init" not in ev.task(t)]
     assert never and all(t.startswith("worker:") for t in never), never
     assert f"waited {timeout_s}s for its peers" in err.traceback
-    assert f"never started: {', '.join(never)}" in err.traceback
+    was = "was" if len(never) == 1 else "were"
+    assert f"{', '.join(never)} {was} never allocated: " in err.traceback
+    # The cause, as the client saw it: the gpu partition of queue ml-gpu is taken.
+    assert "2048 MiB/1 vcores in partition 'gpu': queue 'ml-gpu'" in err.traceback
     assert "TFYARN_PEER_TIMEOUT" in err.traceback  # says how to wait longer
     assert err.task in {"chief:0", "worker:0", "worker:1", "ps:0"} - set(never)
 

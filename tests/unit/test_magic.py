@@ -248,7 +248,7 @@ def test_structured_topologies_parse_or_name_the_offending_task_type(
     try:
         args = parse_launch(line)
     except UsageError as exc:
-        assert re.search(r"--(chief|worker|ps|evaluator|gpu)\b", str(exc)), str(exc)
+        assert re.search(r"--(chief|worker|ps|evaluator|tensorboard|gpu)\b", str(exc)), str(exc)
         return
     for ttype, (mem, vcores, n) in topology.items():
         spec = args.task_specs[ttype]
@@ -261,3 +261,29 @@ def test_structured_topologies_parse_or_name_the_offending_task_type(
 def test_function_flag_runs_the_cell_function_in_every_task():
     assert parse_launch("--worker 1G/1x2 --function").options.mode == "function"
     assert parse_launch("--worker 1G/1x2").options.mode == "experiment"
+
+
+# -- one output per launch cell ---------------------------------------------------------------
+def test_the_panels_display_bundle_carries_the_static_summary_beside_the_widget_view():
+    import types
+
+    from tfyarn_jupyter.state import AppInfo, RunStatus, TaskState
+    from tfyarn_jupyter.widget import RunPanel
+
+    run = types.SimpleNamespace(app_id="application_1_0007", last_status=None,
+                                advance=lambda: None)  # fmt: skip
+    panel = RunPanel(run, start=False)  # type: ignore[arg-type]
+    try:
+        bundle, _ = panel._repr_mimebundle_()
+        assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == panel.model_id
+        assert "application_1_0007</code> submitted" in bundle["text/html"]
+        app = AppInfo("application_1_0007", state="FINISHED", final_status="SUCCEEDED")
+        task = TaskState("chief:0", "chief", 0, "succeeded", allocated_time=1000.0,
+                         end_time=43500.0)  # fmt: skip
+        run.last_status = RunStatus(app, [task], [], [], None)
+        bundle, _ = panel._repr_mimebundle_()
+        assert "FINISHED/SUCCEEDED" in bundle["text/html"]
+        assert "42.5s" in bundle["text/html"]  # the duration the summary and result agree on
+        assert bundle["text/plain"] == "tfyarn run application_1_0007"
+    finally:
+        panel.close()

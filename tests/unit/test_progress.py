@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -254,3 +255,66 @@ def test_logs_that_are_one_remote_value_are_fetched_and_unreadable_ones_left_out
     assert figures(Remote({"loss": 0.5, "batch": 3})) == {"loss": 0.5}
     assert figures(Remote(RuntimeError("worker gone"))) == {}
     assert figures(object()) == {}
+
+
+# -- max_steps and resources ------------------------------------------------------------------
+def test_each_write_carries_max_steps_and_the_tasks_resources(clock, written):
+    samples = iter(
+        [{"rss_bytes": 100, "cpu_percent": None}, {"rss_bytes": 120, "cpu_percent": 50.0}]
+    )
+    rep = Reporter(written.append, clock=clock, sample=lambda: next(samples))
+    rep.max_steps = 600
+    clock.now += 2.0
+    rep.report(10, loss=0.9)
+    clock.now += 2.0
+    rep.report(20, loss=0.8)
+    assert [(w["step"], w["max_steps"], w["rss_bytes"], w["cpu_percent"]) for w in written] == [
+        (10, 600, 100, None),
+        (20, 600, 120, 50.0),
+    ]
+
+
+def test_a_task_without_steps_writes_its_resources_from_the_ticker_only_when_idle(clock, written):
+    rss = itertools.count(1000, 10)
+    rep = Reporter(written.append, clock=clock, sample=lambda: {"rss_bytes": next(rss)})
+    clock.now += 4.9
+    assert rep.tick(5.0) is False  # nothing written for 4.9 s only
+    clock.now += 0.1
+    assert rep.tick(5.0) is True
+    assert written == [{"rss_bytes": 1000}]  # an evaluator, a ps: resources alone
+    clock.now += 2.0
+    rep.report(7, loss=0.5)  # training began: its writes carry the resources
+    clock.now += 3.0
+    assert rep.tick(5.0) is False
+    clock.now += 2.0
+    assert rep.tick(5.0) is True  # training stalled: the last figures, fresh resources
+    assert written[-1]["step"] == 7 and written[-1]["loss"] == 0.5
+    assert [w["rss_bytes"] for w in written] == [1000, 1010, 1020]
+
+
+def test_the_ticker_thread_writes_and_stops(written):
+    rep = Reporter(written.append, sample=lambda: {"rss_bytes": 1})
+    stop = progress.start_ticker(rep, interval=0.05)
+    deadline = time.monotonic() + 5
+    while len(written) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    time.sleep(0.1)
+    count = len(written)
+    time.sleep(0.2)
+    assert 2 <= count == len(written)
+
+
+def test_keras_max_steps_is_steps_per_epoch_times_epochs():
+    assert progress.keras_max_steps({"steps": 50, "epochs": 4, "verbose": 0}) == 200
+    assert progress.keras_max_steps({"steps": None, "epochs": 4}) is None
+    assert progress.keras_max_steps(None) is None
+
+
+def test_the_keras_callback_takes_max_steps_from_fits_params(reporter, clock, written):
+    cb, iterations = keras(reporter)
+    cb.params = {"steps": 25, "epochs": 8}
+    cb.on_train_begin()
+    iterations.value = 200
+    cb.on_train_end({"loss": 0.1})
+    assert written[-1]["max_steps"] == 200 and written[-1]["step"] == 200

@@ -51,6 +51,7 @@ def no_cluster(monkeypatch):
     monkeypatch.setattr(cluster, "get_client", forbidden)
     monkeypatch.setattr(cluster, "submit_spec", forbidden)
     monkeypatch.setattr(cluster, "check_queue", forbidden)
+    monkeypatch.setattr(cluster, "preflight", forbidden)
     monkeypatch.setattr(packing, "ensure_env", forbidden)
     monkeypatch.setattr(packing, "ensure_overlay", forbidden)
     monkeypatch.setattr(filesystem, "client", forbidden)
@@ -316,6 +317,9 @@ class EndedSource:
 
     def acknowledge(self) -> None:
         self.acks += 1
+
+    def publish_capacity(self) -> None:
+        self.capacity_writes = getattr(self, "capacity_writes", 0) + 1
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from tfyarn_jupyter.state import (
     AppInfo,
     ContainerInfo,
     Failure,
+    RunStatus,
+    changes,
     derive,
     first_failure,
     is_secret,
@@ -360,3 +362,94 @@ def test_changes_name_the_new_states_evaluations_and_the_end_once():
     failed = snap("FINISHED", "FAILED", "failed", evaluated.metrics, Failure("chief:0", "tb"))
     assert changes(evaluated, failed)[-1] == "application_1_0001 ended FAILED (chief:0 failed)"
     assert changes(failed, failed) == []
+
+
+# -- timeline and durations -------------------------------------------------------------------
+def test_each_task_has_its_timeline_from_yarn_and_its_own_events():
+    a = app(start_time=900_000.0)
+    cs = [container("chief:0", "RUNNING", start=1_000_000.0)]
+    st = derive(a, CHIEF_EVAL, cs, evs(**{"task/chief:0/container": {"t": 1_004.5}}), LABELS)
+    chief, evaluator = st.tasks
+    assert (chief.requested_time, chief.allocated_time) == (900_000.0, 1_000_000.0)
+    assert (chief.running_time, chief.end_time) == (1_004_500.0, 0.0)
+    assert chief.duration_s == 0.0  # still running: no end yet
+    assert (chief.memory_mb, chief.vcores) == (1024, 1)
+    assert (evaluator.requested_time, evaluator.allocated_time, evaluator.end_time) == (
+        900_000.0, 0.0, 0.0)  # fmt: skip
+
+
+def test_durations_come_from_the_stop_events_once_the_master_is_gone():
+    """The issue's case: after the application master shut down, skein's finish times are 0,
+    but each task's own stop event says when it ended; the evaluator's included."""
+    a = app("FINISHED", "SUCCEEDED", start_time=900_000.0, finish_time=1_060_000.0)
+    cs = [container("chief:0", "RUNNING", start=1_000_000.0),
+          container("evaluator:0", "RUNNING", start=1_001_000.0)]  # fmt: skip
+    ev = evs(**{
+        "task/chief:0/container": {"t": 1_002.0}, "task/chief:0/stop": {"t": 1_042.5},
+        "task/evaluator:0/container": {"t": 1_003.0},
+        "task/evaluator:0/stop": {"t": 1_050.0},
+    })  # fmt: skip
+    st = derive(a, CHIEF_EVAL, cs, ev, LABELS)
+    assert [(t.state, t.end_time, t.duration_s) for t in st.tasks] == [
+        ("succeeded", 1_042_500.0, 42.5),
+        ("succeeded", 1_050_000.0, 49.0),
+    ]
+    summary = st.summary()
+    assert summary is not None
+    assert {t: d["duration_s"] for t, d in summary["tasks"].items()} == {
+        "chief:0": 42.5, "evaluator:0": 49.0}  # fmt: skip
+    assert [t["duration_s"] for t in st.to_dict()["tasks"]] == [42.5, 49.0]
+
+
+def test_yarns_finish_time_wins_and_a_task_killed_with_its_run_ends_with_it():
+    a = app("KILLED", "KILLED", start_time=900_000.0, finish_time=1_070_000.0)
+    cs = [container("chief:0", "KILLED", start=1_000_000.0, finish_time=1_030_000.0),
+          container("evaluator:0", "RUNNING", start=1_001_000.0)]  # fmt: skip
+    ev = evs(**{"task/chief:0/stop": {"t": 1_020.0}})
+    st = derive(a, CHIEF_EVAL, cs, ev, LABELS)
+    assert [(t.end_time, t.duration_s) for t in st.tasks] == [
+        (1_030_000.0, 30.0),  # YARN's finish time, not the earlier stop event
+        (1_070_000.0, 69.0),  # no end of its own: the run's end
+    ]
+
+
+def test_a_saved_status_round_trips_with_its_timeline_and_derived_durations():
+    a = app("FINISHED", "SUCCEEDED", start_time=900_000.0, finish_time=1_060_000.0)
+    ev = evs(**{"task/chief:0/container": {"t": 1_000.0}, "task/chief:0/stop": {"t": 1_030.0}})
+    st = derive(a, CHIEF_EVAL, [], ev, LABELS)
+    d = st.to_dict()
+    assert d["tasks"][0]["duration_s"] == 30.0  # begins at its process's start
+    back = RunStatus.from_dict(d)
+    assert back.tasks == st.tasks and back.to_dict() == d
+    old = {**d, "tasks": [{"task": "chief:0", "type": "chief", "index": 0}]}  # an older log
+    assert RunStatus.from_dict(old).tasks[0].duration_s == 0.0
+
+
+# -- what waits, and why ----------------------------------------------------------------------
+def test_capacity_is_shown_only_while_tasks_wait():
+    why = "chief:0 waiting for 1024 MiB/1 vcores in the unlabelled partition: queue 'q' is full"
+    waiting = derive(app(), CHIEF_EVAL, [], evs(), LABELS, capacity=why)
+    assert waiting.capacity == {"message": why}
+    assert waiting.to_dict()["capacity"] == {"message": why}
+    cs = [container("chief:0", "RUNNING"), container("evaluator:0", "RUNNING")]
+    placed = derive(app(), CHIEF_EVAL, cs, evs(), LABELS, capacity=why)
+    assert placed.capacity is None and "capacity" not in placed.to_dict()
+    ended = derive(app("KILLED", "KILLED"), CHIEF_EVAL, [], evs(), LABELS, capacity=why)
+    assert ended.capacity is None
+
+
+def test_changes_say_once_why_tasks_wait():
+    why = "worker:1 waiting for 2048 MiB/1 vcores in partition 'gpu': queue 'ml-gpu' is full"
+    first = derive(app(), CHIEF_EVAL, [], evs(), LABELS, capacity=why)
+    assert f"application_1_0001 waiting: {why}" in changes(None, first)
+    again = derive(app(), CHIEF_EVAL, [], evs(), LABELS, capacity=why)
+    assert not [line for line in changes(first, again) if "waiting" in line]
+
+
+def test_progress_carries_the_history_kept_across_polls():
+    ev = evs(**{"progress/chief:0": {"step": 30, "loss": 0.4, "steps_per_s": 5.0}})
+    st = derive(app(), CHIEF_EVAL, [], ev, LABELS, history={"chief:0": [[10, 0.6], [30, 0.4]]})
+    chief = st.to_dict()["progress"]["chief:0"]
+    assert chief["history"] == [[10, 0.6], [30, 0.4]]
+    assert chief["step"] == 30 and chief["max_steps"] is None
+    assert chief["memory_limit_bytes"] == 1024 << 20

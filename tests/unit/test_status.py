@@ -130,7 +130,9 @@ class FakeClient:
 
 
 @pytest.fixture
-def client() -> FakeClient:
+def client(monkeypatch) -> FakeClient:
+    # The queue's figures (read while tasks wait) come from a stub: see the capacity tests.
+    monkeypatch.setattr(StatusSource, "queue_limits", lambda self, queue: {})
     return FakeClient()
 
 
@@ -393,3 +395,79 @@ def test_task_specs_of_recovers_the_topology_with_labels(client):
     assert specs == {"chief": TaskSpec(2048, 2), "worker": TaskSpec(1024, 1, 3, label="gpu")}
     assert specs["worker"].label is NodeLabel.GPU
     assert client.connect_waits == [False]
+
+
+# -- what waits, and why; the loss history ----------------------------------------------------
+def limits_stub(monkeypatch, full: bool = True) -> list[str]:
+    """The queue's figures as the ResourceManager would give them; records each reading."""
+    from tfyarn_jupyter.capacity import Limit
+
+    asked: list[str] = []
+    used = 8192 if full else 0
+
+    def read(self, queue):
+        asked.append(queue)
+        return {"": Limit("", 8192, 8, 8192, 8, 100.0, used, 8 if full else 0)}
+
+    monkeypatch.setattr(StatusSource, "queue_limits", read)
+    return asked
+
+
+def test_waiting_tasks_are_explained_with_the_queues_figures_now_and_then(client, monkeypatch):
+    asked = limits_stub(monkeypatch)
+    client.am.containers = [container("chief:0"), container("worker:0")]
+    src = StatusSource(client, APP, SPECS)
+    st = src.poll()
+    assert st.capacity == {"message": (
+        "worker:1 waiting for 1024 MiB/1 vcores in the unlabelled partition: queue 'default' "
+        "is full (8192 of 8192 MiB, 8 of 8 vcores in use)")}  # fmt: skip
+    assert src.poll().capacity == st.capacity and asked == ["default"]  # not every poll
+    client.am.containers.append(container("worker:1"))
+    assert src.poll().capacity is None and src.capacity == ""
+
+
+def test_before_the_master_runs_the_master_is_what_waits(client, monkeypatch):
+    asked = limits_stub(monkeypatch)
+    client.report = report("ACCEPTED", queue="root.default")  # YARN reports the queue's path
+    st = StatusSource(client, APP, SPECS).poll()
+    assert asked == ["root.default"] and "queue 'default' is full" in st.capacity["message"]
+    assert st.capacity is not None
+    assert st.capacity["message"].startswith(
+        "the application master waiting for 512 MiB/1 vcores in the unlabelled partition"
+    )
+
+
+def test_the_explanation_is_published_to_the_tasks_once_per_change(client, monkeypatch):
+    limits_stub(monkeypatch)
+    client.am.containers = [container("chief:0")]
+    src = StatusSource(client, APP, SPECS)
+    src.poll()
+    src.publish_capacity()
+    src.publish_capacity()
+    said = events.parse(client.am.kv.data).capacity
+    assert said.startswith("worker:0, worker:1 waiting for 1024 MiB/1 vcores")
+    assert client.calls.count("kv.set") == 1
+
+
+def test_the_loss_history_grows_across_polls_though_the_store_holds_the_latest(client):
+    src = StatusSource(client, APP, SPECS)
+    for step, loss in ((10, 0.9), (10, 0.9), (20, 0.7), (30, 0.5)):
+        client.am.kv.data[events.progress_key("chief:0")] = events.encode(
+            {"step": step, "loss": loss, "max_steps": 100, "rss_bytes": 5 << 20}
+        )
+        st = src.poll()
+    chief = st.to_dict()["progress"]["chief:0"]
+    assert chief["history"] == [[10, 0.9], [20, 0.7], [30, 0.5]]
+    assert (chief["max_steps"], chief["rss_bytes"]) == (100, 5 << 20)
+
+
+def test_a_restored_run_keeps_its_loss_history(client, monkeypatch):
+    record = event_log_record(monkeypatch)
+    record["status"]["progress"] = {"chief:0": {"step": 30, "history": [[10, 0.9], [30, 0.5]]}}
+    src = StatusSource(client, APP, SPECS)
+    src.restore(record)
+    assert src.history.points == {"chief:0": [[10, 0.9], [30, 0.5]]}
+    assert src.last is not None and src.last.progress["chief:0"]["history"] == [
+        [10, 0.9],
+        [30, 0.5],
+    ]

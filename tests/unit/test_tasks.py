@@ -7,6 +7,7 @@ exactly as the client writes it (:meth:`TaskContract.to_env`).
 
 from __future__ import annotations
 
+import datetime
 import socket
 import time
 import types
@@ -137,8 +138,31 @@ def test_exchange_times_out_naming_the_peers_that_never_started(app, monkeypatch
     with pytest.raises(TimeoutError) as err:
         task.exchange_addresses()
     assert time.monotonic() - start < 2
-    assert "never started: worker:0, ps:0 (" in str(err.value)
-    assert "TFYARN_PEER_TIMEOUT" in str(err.value)
+    assert "worker:0, ps:0 were never allocated: no free capacity on the queue" in str(err.value)
+    assert "TFYARN_PEER_TIMEOUT=SECONDS waits longer" in str(err.value)
+
+
+def test_the_peer_timeout_names_the_real_cause_of_each_missing_peer(app, monkeypatch):
+    """Never allocated (with the client's word on the queue), started but silent, or ended."""
+    when = datetime.datetime(2026, 12, 3, 12, 0)
+
+    def containers(**kwargs):
+        assert set(kwargs["services"]) == {"worker", "ps", "chief"}
+        return [
+            skein.model.Container("worker", 0, "REQUESTED", "", "", None, None, ""),
+            skein.model.Container("ps", 0, "RUNNING", "c_1", "n:1", when, None, ""),
+            skein.model.Container("chief", 0, "FAILED", "c_2", "n:1", when, when, "exit 137"),
+        ]
+
+    app.get_containers = containers
+    app.kv[events.CAPACITY] = events.encode({"message": "queue 'ml-gpu' is full"})
+    task = make_task(monkeypatch, "worker_1", peer_timeout_s=0.05)
+    with pytest.raises(TimeoutError) as err:
+        task.exchange_addresses()
+    text = str(err.value)
+    assert "worker:0 was never allocated: queue 'ml-gpu' is full;" in text
+    assert "ps:0 started but never published an address" in text
+    assert "container ended before joining: chief:0 (FAILED: exit 137)" in text
 
 
 # -- waiting for the client's acknowledgement ------------------------------------------------

@@ -1,0 +1,150 @@
+"""MLflow on the sandbox: a real run logged to a local file store, and to an ``mlflow server``.
+
+A chief and an evaluator train the quickstart's Estimator (TensorFlow 2.15);
+``run_on_yarn`` finds the tracking URI in the environment and logs the launch's
+parameters, the chief's loss by step, the evaluations by step, the final
+status and every task's logs. MLflow 3 keeps its file store only with
+``MLFLOW_ALLOW_FILE_STORE=true`` (it prefers a database); the first test sets it.
+The second starts a real tracking server (the full ``mlflow`` of the ``test``
+extra) on a free local port, with a SQLite backend and the artifacts served
+through it (``mlflow-artifacts:``), and logs over HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tfyarn_jupyter import TaskSpec, mlflow_log, run_on_yarn
+
+from .helpers import unique
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.tf215_only]
+
+
+SERVER_START_TIMEOUT_S = 120
+
+
+def run_and_check_mlflow(experiment_fn, cancer_files, uri: str, tmp_path: Path, max_steps: int):
+    """Launch the two-task run with ``MLFLOW_TRACKING_URI=uri`` set and check what MLflow has."""
+    specs = {"chief": TaskSpec("1G", 1), "evaluator": TaskSpec("1G", 1)}
+    name = unique("mlflow")
+    t0 = time.monotonic()
+    result = run_on_yarn(experiment_fn, specs, files=cancer_files, name=name, queue="default")
+    print(f"\nrun and MLflow logging ({uri.split(':')[0]}): {time.monotonic() - t0:.1f}s")
+    assert result.final_status == "SUCCEEDED"
+
+    client = MlflowClient(uri)
+    (logged,) = client.search_runs(["0"], f"tags.`tfyarn.app_id` = '{result.app_id}'")
+    run_id = logged.info.run_id
+    assert logged.info.status == "FINISHED"
+    params = logged.data.params
+    assert params["topology"] == "chief=1,evaluator=1" and params["queue"] == "default"
+    assert (params["chief_memory_mib"], params["chief_vcores"]) == ("1024", "1")
+    assert params["tensorflow_version"] == mlflow_log.tf_version().strip()
+    assert params["tensorflow_version"].startswith("2.15")
+    assert logged.data.tags["tfyarn.final_status"] == "SUCCEEDED"
+
+    loss = client.get_metric_history(run_id, "loss")
+    steps = [m.step for m in loss]
+    print(f"loss logged at {len(steps)} steps: {steps}")
+    assert steps and steps == sorted(set(steps)) and all(m.value > 0 for m in loss)
+    evals = client.get_metric_history(run_id, "eval_accuracy")
+    assert evals and max(m.step for m in evals) == max_steps
+    assert all(0.0 <= m.value <= 1.0 for m in evals)
+    assert logged.data.metrics["duration_s"] > 0
+
+    names = {f.path for f in client.list_artifacts(run_id, "logs")}
+    for task in ("chief_0", "evaluator_0"):
+        assert {f"logs/{task}.stdout.log", f"logs/{task}.stderr.log"} <= names
+    stderr = Path(client.download_artifacts(run_id, "logs/chief_0.stderr.log", str(tmp_path)))
+    assert "chief:0 done" in stderr.read_text()
+    assert "tfyarn_status.json" in {f.path for f in client.list_artifacts(run_id)}
+    return logged
+
+
+def test_a_run_logs_params_metrics_by_step_status_and_logs_to_mlflow(
+    sandbox, cancer, cancer_files, tmp_path, monkeypatch
+):
+    store = f"file://{tmp_path}/mlruns"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    model_dir = str(tmp_path / "model")
+
+    def experiment_fn():
+        return cancer.experiment(model_dir, max_steps=600, save_checkpoints_steps=100)
+
+    run_and_check_mlflow(experiment_fn, cancer_files, store, tmp_path, max_steps=600)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path) -> Iterator[str]:
+    """A real ``mlflow server`` (SQLite backend, artifacts served through it); its URL.
+
+    It runs in its own process group, stopped (TERM, then KILL) whatever the test did."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "mlflow-server.log").open("wb")
+    cmd = [
+        str(Path(sys.executable).with_name("mlflow")), "server",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        "--backend-store-uri", f"sqlite:///{tmp_path}/mlflow.db",
+        "--serve-artifacts", "--artifacts-destination", str(tmp_path / "artifacts"),
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        t0 = time.monotonic()
+        while True:
+            assert proc.poll() is None, f"mlflow server exited: {log.name}"
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() - t0 < SERVER_START_TIMEOUT_S, f"no mlflow server: {log.name}"
+            time.sleep(0.5)
+        print(f"\nmlflow server up in {time.monotonic() - t0:.1f}s at {url}")
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.close()
+
+
+def test_a_run_logs_to_an_mlflow_server_over_http(
+    sandbox, cancer, cancer_files, mlflow_server, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+    model_dir = str(tmp_path / "model")
+
+    def experiment_fn():
+        return cancer.experiment(model_dir, max_steps=300, save_checkpoints_steps=100)
+
+    logged = run_and_check_mlflow(experiment_fn, cancer_files, mlflow_server, tmp_path, 300)
+    # the artifacts went through the server (proxied), into its destination folder
+    assert logged.info.artifact_uri.startswith("mlflow-artifacts:")
+    stored = {p.name for p in (tmp_path / "artifacts").rglob("*.log")}
+    assert {"chief_0.stderr.log", "evaluator_0.stdout.log"} <= stored
