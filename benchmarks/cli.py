@@ -17,6 +17,7 @@ from .core import Bench, Config, config
 from .current_tf import current_tf
 from .hdfs_clients import hdfs_clients
 from .launches import launches
+from .layers import layers
 from .packing import packing
 from .stats import render_markdown
 from .tfyarn070 import tfyarn070
@@ -70,7 +71,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="output folder")
     parser.add_argument("--only", default="",
                         help="comma-separated sections: launches,packing,hdfs,watching,bare,"
-                             "sandbox,tfyarn070,current_tf (default: all)")  # fmt: skip
+                             "sandbox,tfyarn070,current_tf,layers (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be >= 1")
@@ -88,6 +89,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("launches", launches, True),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
         ("current_tf", current_tf, not cfg.smoke),
+        ("layers", layers, not cfg.smoke),
     ]
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import cloudpickle
 import skein
 
-from . import cluster, contract, filesystem, packing, program
+from . import cluster, contract, filesystem, layer_cache, packing, program
 from .contract import ENV_DIR, ENV_TAR, OVERLAY, PAYLOAD, SOURCES, TaskContract
 from .options import LaunchOptions
 from .spec import SpecError, TaskSpec
@@ -92,14 +92,16 @@ def service_script(
     pythonpath: Sequence[str],
     task_module: str = TASK_MODULE,
     pre_script_hook: str | None = None,
+    prelude: str = "",
 ) -> str:
-    """The container's script: ``service.sh`` after the lines that give it its inputs."""
+    """The container's script: ``service.sh`` after the lines that give it its inputs
+    (and, for a layered environment, ``prelude``: the assembly of its layers)."""
     body = package_files("tfyarn_jupyter").joinpath("service.sh").read_text()
     hook = f"tfyarn_pre_script_hook() {{\n{pre_script_hook}\n}}\n" if pre_script_hook else ""
     return (
         f"TFYARN_BASE_PYTHON={shlex.quote(interpreter)}\n"
         f"TFYARN_PYTHONPATH={shlex.quote(':'.join(pythonpath))}\n"
-        f"TFYARN_TASK_MODULE={shlex.quote(task_module)}\n{hook}{body}"
+        f"TFYARN_TASK_MODULE={shlex.quote(task_module)}\n{hook}{prelude}{body}"
     )
 
 
@@ -128,6 +130,34 @@ def check_program(
     return kind
 
 
+def check_tensorboard(task_specs: Mapping[str, TaskSpec], options: LaunchOptions) -> None:
+    """A tensorboard task must find its folder, and runs tfyarn's own task module."""
+    tb = task_specs.get("tensorboard")
+    if tb is None:
+        return
+    if options.mode == "function" and not tb.tb_model_dir:
+        raise SpecError(
+            "the tensorboard task reads the Experiment's model dir, and a function run has "
+            'none: give the folder your function writes summaries to, "tensorboard": '
+            "TaskSpec(..., tb_model_dir=...)"
+        )
+    if options.custom_task_module:
+        raise SpecError(
+            f"custom_task_module={options.custom_task_module!r} with a tensorboard task: "
+            "the tensorboard task runs tfyarn's own module; drop one of them"
+        )
+
+
+def tensorboard_env(spec: TaskSpec) -> dict[str, str]:
+    """The tensorboard service's own variables, from its TaskSpec's ``tb_*`` fields."""
+    timeout = spec.tb_termination_timeout_seconds
+    return contract.TensorBoardContract(
+        model_dir=spec.tb_model_dir or "",
+        termination_timeout_s=contract.TB_DEFAULT_TIMEOUT_S if timeout < 0 else timeout,
+        extra_args=spec.tb_extra_args or "",
+    ).to_env()
+
+
 def task_env(options: LaunchOptions, contract: TaskContract) -> dict[str, str]:
     """The tasks' environment: the user's, then the contract (which reads the user's bounds)."""
     return {**options.env, **contract.to_env(), "PYTHONUNBUFFERED": "1"}
@@ -141,7 +171,7 @@ class Prepared:
     task_specs: dict[str, TaskSpec]
     contract: TaskContract
     phases: dict[str, float]
-    env_report: packing.EnvReport | None
+    env_report: packing.EnvReport | layer_cache.LayersReport | None
     #: Holds the payload and sources the spec names: kept while a retry may resubmit them.
     workdir: tempfile.TemporaryDirectory
 
@@ -181,10 +211,15 @@ def _stage(experiment_fn: Callable[[], Any], options: LaunchOptions) -> _Staged:
     return _Staged(workdir, sources, start_load_check(wd / PAYLOAD, path))
 
 
-def _environment(options: LaunchOptions, phases: dict[str, float]) -> tuple[Any, str, str]:
+def _environment(
+    options: LaunchOptions, phases: dict[str, float], experiment_fn: Callable[[], Any]
+) -> tuple[Any, str, str]:
     """``(env report or None, archive, interpreter)``: the packed venv, or the user's archive."""
     if options.pyenv_archive is not None:
         return None, options.pyenv_archive, os.environ.get(INTERPRETER_VAR, "/usr/bin/env")
+    if options.layers:  # layered environment (issue 14): see layer_cache.py
+        layered = layer_cache.launch_layers(experiment_fn, options, phases)
+        return layered, "", packing.base_interpreter(packing.venv_prefix())
     report = packing.ensure_env()
     phases.update({f"env_{k}": v for k, v in report.times.items()})
     return report, report.archive, packing.base_interpreter(packing.venv_prefix())
@@ -204,7 +239,9 @@ def _shipped_files(
     """The container's folder (``{name: skein.File}``) and its ``PYTHONPATH`` entries."""
     pythonpath = ["."]
     shipped = {PAYLOAD: skein.File(source=str(staged.payload), type="file")}
-    if report is not None:
+    if isinstance(report, layer_cache.LayersReport):
+        shipped.update(layer_cache.spec_files(report))
+    elif report is not None:
         # Our own tar: shipped as a file (kept by each NodeManager between runs, as the
         # visibility says) and unpacked by the service script.
         shipped[ENV_TAR] = skein.File(source=archive, type="file", visibility="private")
@@ -234,14 +271,21 @@ def prepare(
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
     kind = check_program(experiment_fn, task_specs, options)
+    check_tensorboard(task_specs, options)
     staged = _stage(experiment_fn, options)
     phases["validate"] = time.perf_counter() - t0
     try:
-        report, archive, interpreter = _environment(options, phases)
-        client = options.skein_client or _timed(phases, "client", cluster.get_client)
+        # Identity (Kerberos ticket or keytab) and queue ACLs, before anything is uploaded.
+        login = (options.principal, options.keytab)
+        _timed(phases, "preflight", lambda: cluster.preflight(*login, options.queue))
+        client = options.skein_client or _timed(
+            phases, "client", lambda: cluster.get_client(*login)
+        )
         _timed(
             phases, "queue_check", lambda: cluster.check_queue(client, options.queue, task_specs)
         )
+        # After the queue check: a run the queue can never hold is refused before any upload.
+        report, archive, interpreter = _environment(options, phases, experiment_fn)
         _timed(phases, "load_check_wait", lambda: finish_load_check(staged.check))
         shipped, pythonpath = _shipped_files(staged, options, report, archive, phases)
     except BaseException:
@@ -250,8 +294,15 @@ def prepare(
         raise
     topology = {t: s.instances for t, s in task_specs.items()}
     contract = options.contract(topology, env_key=report.key if report else "", program=kind)
+    prelude = ""
+    if isinstance(report, layer_cache.LayersReport):
+        prelude = layer_cache.assembly_script(report)
     script = service_script(
-        interpreter, pythonpath, options.custom_task_module or TASK_MODULE, options.pre_script_hook
+        interpreter,
+        pythonpath,
+        options.custom_task_module or TASK_MODULE,
+        options.pre_script_hook,
+        prelude,
     )
     spec = application_spec(task_specs, options, contract, shipped, script)
     return Prepared(spec, dict(task_specs), contract, phases, report, staged.workdir)
@@ -272,7 +323,7 @@ def application_spec(
             script=script,
             instances=s.instances,
             files=dict(shipped),
-            env=env,
+            env={**env, **tensorboard_env(s)} if ttype == "tensorboard" else env,
             node_label=s.label.value,
         )
         for ttype, s in task_specs.items()
@@ -281,7 +332,7 @@ def application_spec(
         name=options.name,
         queue=options.queue,
         services=services,
-        file_systems=list(options.file_systems),
+        file_systems=filesystem.token_targets(options.file_systems),
         acls=acls_for(filesystem.hadoop_user(), options.acls),
         max_attempts=1,
         tags=["tfyarn"],

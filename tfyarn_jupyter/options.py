@@ -103,7 +103,8 @@ class LaunchOptions:
     ``view``/``modify``/``ui``; the submitting user always has all three),
     ``pyenv_archive`` (a pre-built environment instead of the packed venv),
     ``detach`` (the run outlives the kernel), ``source_roots`` (folders of
-    local modules to ship) and ``peer_timeout_s``.
+    local modules to ship), ``peer_timeout_s``, and ``principal``/``keytab`` (a
+    Kerberos login from a keytab instead of the ticket cache).
     """
 
     files: Mapping[str, Path] = dataclasses.field(default_factory=dict)
@@ -127,6 +128,20 @@ class LaunchOptions:
     pre_script_hook: str | None = None
     #: A skein client to submit with instead of this process's own.
     skein_client: skein.Client | None = None
+    #: Log the run to MLflow (:mod:`.mlflow_log`); None: when a tracking URI is set.
+    mlflow: bool | None = None
+    #: Kerberos: the principal to launch as, with ``keytab`` to log in from it (as skein's
+    #: ``Client(principal=, keytab=)``); alone, it must be the ticket cache's principal.
+    principal: str | None = None
+    keytab: str | None = None
+    #: Ship the venv as content-addressed layers (:mod:`.layer_cache`) instead of one tar.
+    layers: bool = False  # LAYERED-DEFAULT: the default path of issue 14
+    #: Ship the venv's base interpreter as a layer: "auto" (a self-contained one), True, False.
+    ship_interpreter: bool | str = "auto"
+    #: Distributions left out of the layers; None: :data:`.layers.DEFAULT_EXCLUDE`.
+    exclude_packages: Sequence[str] | None = None
+    #: A world-readable HDFS folder an administrator named, for layers shared (PUBLIC).
+    shared_layer_cache: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -141,7 +156,47 @@ class LaunchOptions:
         set_(self, "source_roots", dict(self.source_roots or {}))
         if not isinstance(self.peer_timeout_s, (int, float)) or self.peer_timeout_s < 1:
             raise SpecError(f"peer_timeout_s must be >= 1 second, got {self.peer_timeout_s!r}")
+        if self.mlflow is not None and not isinstance(self.mlflow, bool):
+            raise SpecError(f"mlflow must be True, False or None (auto), got {self.mlflow!r}")
         self._check_program()
+        self._check_login()
+        self._check_layers()
+
+    def _check_layers(self) -> None:
+        if self.ship_interpreter not in ("auto", True, False):
+            raise SpecError(
+                f"ship_interpreter must be 'auto', True or False, got {self.ship_interpreter!r}"
+            )
+        if self.exclude_packages is not None:
+            if isinstance(self.exclude_packages, str) or not all(
+                isinstance(p, str) for p in self.exclude_packages
+            ):
+                raise SpecError(
+                    "exclude_packages must be a list of distribution names, "
+                    f"got {self.exclude_packages!r}"
+                )
+            object.__setattr__(self, "exclude_packages", tuple(self.exclude_packages))
+        cache = self.shared_layer_cache
+        if cache is not None and not (
+            isinstance(cache, str) and cache.startswith(("/", "hdfs://"))
+        ):
+            raise SpecError(f"shared_layer_cache must be an absolute HDFS folder, got {cache!r}")
+
+    def _check_login(self) -> None:
+        if self.principal is not None and (
+            not isinstance(self.principal, str) or not self.principal.strip()
+            or any(c.isspace() for c in self.principal)
+        ):  # fmt: skip
+            raise SpecError(f"principal must be a Kerberos principal (you@REALM), got "
+                            f"{self.principal!r}")  # fmt: skip
+        if self.keytab is None:
+            return
+        if not self.principal:
+            raise SpecError(f"keytab={self.keytab!r} needs principal= (see `klist -k KEYTAB`)")
+        path = Path(str(self.keytab)).expanduser()
+        if not path.is_file() or not os.access(path, os.R_OK):
+            raise SpecError(f"keytab {self.keytab!r} is not a readable file")
+        object.__setattr__(self, "keytab", str(path.absolute()))
 
     def _check_program(self) -> None:
         module = self.custom_task_module

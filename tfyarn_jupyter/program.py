@@ -11,6 +11,7 @@ later, a strategy the Keras in use does not support) is refused here.
 
 from __future__ import annotations
 
+import dis
 import importlib.metadata
 import importlib.util
 import sys
@@ -138,3 +139,41 @@ def check_legacy_keras(environ: Mapping[str, str], installed: bool | None = None
             "env TF_USE_LEGACY_KERAS=1 makes TensorFlow use tf-keras, which this environment "
             "lacks: pip install the tf-keras release matching TensorFlow, or drop the variable"
         )
+
+
+def referenced_modules(fn: Callable[..., Any], limit: int = 500) -> set[str]:
+    """Top-level modules the code ``fn`` reaches uses: imported inside it, or referenced.
+
+    For the check that what the experiment imports is shipped: a module object or
+    a library object among the reachable values gives its module's top-level name,
+    and so does each ``import`` statement in that code.
+    """
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack: list[Any] = [fn]
+    while stack and len(seen) < limit:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        module = (
+            obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
+        )
+        if isinstance(module, str) and module and module != "__main__":
+            found.add(module.split(".")[0])
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+        if isinstance(obj, types.FunctionType) and (obj is fn or _is_user_code(obj)):
+            found.update(_imported(obj.__code__))
+            stack.extend(_neighbours(obj, _names(obj)))
+    return found
+
+
+def _imported(code: types.CodeType) -> set[str]:
+    """Top-level names of the ``import`` statements in ``code`` and its nested code."""
+    return {
+        str(ins.argval).split(".")[0]
+        for c in _codes(code)
+        for ins in dis.get_instructions(c)
+        if ins.opname == "IMPORT_NAME" and ins.argval
+    }

@@ -1,7 +1,7 @@
 """The ``tfyarn-sandbox`` command: start, stop, status, env, logs and failover of a sandbox.
 
 ``start`` takes the shape options (``--kerberos``, ``--ha``, ``--viewfs``,
-``--hosts``, any together); the other commands read the shape from the
+``--hosts``, ``--nodes-without-python``, any together); the other commands read the shape from the
 sandbox's state. ``env --user NAME`` prints the exports of a shell acting as
 that user (a ticket from its keytab on a Kerberized sandbox).
 """
@@ -34,6 +34,11 @@ def parser() -> argparse.ArgumentParser:
     p_start.add_argument("--ha", action="store_true", help="two NameNodes behind a nameservice")
     p_start.add_argument("--viewfs", action="store_true", help="viewfs:// as the default FS")
     p_start.add_argument("--hosts", action="store_true", help="an address and name per daemon")
+    p_start.add_argument(
+        "--nodes-without-python",
+        action="store_true",
+        help="NodeManagers where the client's Python (venv, base, system) is hidden",
+    )
     sub.add_parser("stop", help="stop the sandbox's daemons and containers")
     sub.add_parser("status", help="report each daemon and whether the cluster is ready")
     p_env = sub.add_parser("env", help="print the shell exports that point clients at the sandbox")
@@ -49,7 +54,13 @@ def _shape(args: argparse.Namespace) -> Shape | None:
     """The shape ``start`` asks for; None (the recorded one) when no option is given."""
     if args.cmd != "start":
         return None
-    shape = Shape(kerberos=args.kerberos, ha=args.ha, viewfs=args.viewfs, hosts=args.hosts)
+    shape = Shape(
+        kerberos=args.kerberos,
+        ha=args.ha,
+        viewfs=args.viewfs,
+        hosts=args.hosts,
+        nodes_without_python=args.nodes_without_python,
+    )
     return None if shape.is_default else shape
 
 

@@ -13,7 +13,11 @@ as plain data, so every shape is tested without a cluster.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import glob
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,8 @@ class Shape:
     ha: bool = False
     viewfs: bool = False
     hosts: bool = False
+    #: NodeManagers in a mount namespace where the client's Python is hidden (issue 14).
+    nodes_without_python: bool = False
 
     @property
     def is_default(self) -> bool:
@@ -37,7 +43,11 @@ class Shape:
 
     def flags(self) -> list[str]:
         """The ``tfyarn-sandbox start`` options that make this shape."""
-        return [f"--{f.name}" for f in dataclasses.fields(self) if getattr(self, f.name)]
+        return [
+            f"--{f.name.replace('_', '-')}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name)
+        ]
 
     def to_state(self) -> dict[str, bool]:
         return dataclasses.asdict(self)
@@ -169,14 +179,43 @@ def _default_conf_folders(layout: Layout) -> dict[Path, dict[str, dict[str, str]
     }
 
 
+def python_paths() -> list[Path]:
+    """What ``--nodes-without-python`` hides from the NodeManagers: this client's venv and
+    base prefix, and the system's Pythons (``/usr/lib/python3*``, ``/usr/bin/python3*``...)."""
+    found = {Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)}
+    for pattern in ("/usr/lib/python3*", "/usr/local/lib/python3*", "/usr/bin/python3*",
+                    "/usr/local/bin/python3*"):  # fmt: skip
+        found.update(Path(os.path.realpath(p)) for p in glob.glob(pattern))
+    # A folder inside another hidden folder is hidden with it.
+    return sorted(p for p in found if p != Path("/") and not any(q in p.parents for q in found))
+
+
+def hiding_prefix(paths: Sequence[Path]) -> list[str]:
+    """A command prefix that runs a command in a new mount namespace where ``paths`` are
+    hidden: an empty tmpfs over each folder, ``/dev/null`` over each file. The namespace
+    ends with the command's last process, so the sandbox's stop removes it."""
+    mounts = [
+        f"mount -t tmpfs -o size=1m,mode=755 tfyarn-hidden {shlex.quote(str(p))}"
+        if p.is_dir()
+        else f"mount --bind /dev/null {shlex.quote(str(p))}"
+        for p in paths
+    ]
+    script = " && ".join([*mounts, 'exec "$@"'])
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
+
+
 def java_command(layout: Layout, java_home: Path, shape: Shape, name: str, *args: str) -> list[str]:
     """Daemon ``name``'s command line in ``shape``: its own folder, the realm's JVM settings,
-    and on Kerberized NodeManagers the sandbox's ``SecureIOUtils`` first on the class path."""
+    and on Kerberized NodeManagers the sandbox's ``SecureIOUtils`` first on the class path;
+    with ``--nodes-without-python``, NodeManagers start where the client's Python is hidden."""
     opts = sandbox_kerberos.jvm_opts(layout.root) if shape.kerberos else []
     first = []
     if shape.kerberos and name.startswith("nodemanager-"):
         first.append(sandbox_secureio.classes_dir(layout.root))
-    return sandbox_conf.java_command(
+    hide = []
+    if shape.nodes_without_python and name.startswith("nodemanager-"):
+        hide = hiding_prefix(python_paths())
+    return hide + sandbox_conf.java_command(
         layout,
         java_home,
         "namenode" if name == "namenode2" else name,

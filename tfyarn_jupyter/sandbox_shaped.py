@@ -78,6 +78,10 @@ def _check_machine(shape: Shape) -> None:
     needs = dict(sandbox_kerberos.COMMANDS) if shape.kerberos else {}
     if shape.hosts:
         needs["ip"] = "iproute2"
+    if shape.nodes_without_python:
+        if os.geteuid() != 0:
+            raise SandboxError("--nodes-without-python needs root (a mount namespace per node)")
+        needs["unshare"] = "util-linux"
     ensure_commands(needs)
 
 

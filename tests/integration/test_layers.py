@@ -1,0 +1,165 @@
+"""Layered environments on a sandbox whose NodeManagers cannot see the client's Python.
+
+The suite starts its own ``tfyarn-sandbox start --nodes-without-python`` (or reuses
+a running one at ``TFYARN_NWP_SANDBOX_DIR``, left running) and stops the one it
+started. Each launch runs ``layers_driver.py`` in a subprocess, from the venv it
+ships: this repository's, or a hard-linked copy that ``pip`` changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tfyarn_jupyter import sandbox_shape
+from tfyarn_jupyter.sandbox import Sandbox
+from tfyarn_jupyter.sandbox_shape import Shape
+
+from .conftest import NOTEBOOKS
+from .helpers import unique
+
+pytestmark = pytest.mark.sandbox
+
+DRIVER = Path(__file__).with_name("layers_driver.py")
+SHAPE = Shape(nodes_without_python=True)
+HIDDEN = [str(p) for p in sandbox_shape.python_paths()]
+
+
+@pytest.fixture(scope="module")
+def nwp_box(tmp_path_factory) -> Iterator[Sandbox]:
+    """The ``--nodes-without-python`` sandbox (each launch gets its env explicitly)."""
+    given = os.environ.get("TFYARN_NWP_SANDBOX_DIR")
+    root = Path(given) if given else tmp_path_factory.mktemp("nwp")
+    box = Sandbox(root, shape=SHAPE)
+    reused = bool(given) and box.status()["ready"]
+    box.start(timeout=300)
+    try:
+        yield box
+    finally:
+        if not reused:
+            box.stop()
+
+
+def launch(box: Sandbox, python: Path, tmp: Path, user: str | None = None, **args) -> dict:
+    """Run the driver with ``python``; its JSON result."""
+    result = tmp / f"{unique('result')}.json"
+    args = {"name": unique("tfyarn-test-layers"), "result": str(result), "hidden": HIDDEN,
+            "notebooks": str(NOTEBOOKS), **args}  # fmt: skip
+    env = {**os.environ, **box.env(user)}
+    proc = subprocess.run([str(python), str(DRIVER), json.dumps(args)], env=env,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(result.read_text())
+
+
+def localised(box: Sandbox) -> dict[str, list[Path]]:
+    """Every layer file the NodeManagers localised: ``{name: [paths]}``."""
+    found: dict[str, list[Path]] = {}
+    for path in (box.root / "nm").glob("*/local/**/filecache/*/[LI]-*.tar"):
+        found.setdefault(path.name, []).append(path)
+    return found
+
+
+def test_nodemanagers_run_where_the_clients_python_is_hidden(nwp_box: Sandbox) -> None:
+    pids = [p for n, p in (nwp_box._state() or {})["pids"].items() if n.startswith("nodem")]
+    assert len(pids) == 2
+    for pid in pids:
+        mounts = Path(f"/proc/{pid}/mountinfo").read_text()
+        for path in HIDDEN:
+            assert f" {path} " in mounts, (pid, path)
+    assert os.path.realpath(sys.base_prefix) in HIDDEN and os.path.realpath(sys.prefix) in HIDDEN
+
+
+def test_quickstart_succeeds_with_a_shipped_interpreter(nwp_box: Sandbox, tmp_path: Path) -> None:
+    out = launch(nwp_box, Path(sys.executable), tmp_path, kind="quickstart",
+                 model_dir=str(tmp_path / "model"))  # fmt: skip
+    assert out["status"] == "SUCCEEDED", out["status"]
+    assert any(name.startswith("I-") for name in out["sizes"])  # the interpreter went along
+    assert "tensorflow-cpu" in out["layers"] and "jupyterlab" not in out["layers"]
+    assert (tmp_path / "model" / "checkpoint").exists()
+
+
+def copy_venv(dest: Path) -> Path:
+    """A copy of this venv (hard links: seconds, no disk) that pip may change."""
+    subprocess.run(["cp", "-al", sys.prefix, str(dest)], check=True)
+    return dest / "bin" / "python"
+
+
+def pip(python: Path, *args: str) -> None:
+    proc = subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", "-q",
+                           *args], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_one_package_changed_moves_only_its_layer(
+    nwp_box: Sandbox, tmp_path: Path, build_wheel
+) -> None:
+    wheel = build_wheel("tfyarn-layer-probe", "layer_probe", "VALUE = 42\n")
+    python = copy_venv(tmp_path / "venv")
+    out_file = tmp_path / "probe.json"
+    args = {"kind": "import", "module": "layer_probe", "out": str(out_file)}
+
+    before = launch(nwp_box, python, tmp_path, **args)
+    assert before["status"] == "SUCCEEDED", before["status"]
+    probe = json.loads(out_file.read_text())
+    assert probe["module"].startswith("ImportError"), probe
+    assert probe["hidden"] == {p: False for p in HIDDEN}  # the container sees no client Python
+    assert not probe["executable"].startswith(tuple(HIDDEN)), probe
+    seen = localised(nwp_box)
+
+    pip(python, "install", "--no-deps", "--no-index", str(wheel))
+    added = launch(nwp_box, python, tmp_path, **args)
+    assert added["status"] == "SUCCEEDED", added["status"]
+    layer = added["layers"]["tfyarn-layer-probe"]
+    assert added["uploaded"] == [layer]
+    assert 0 < added["bytes_uploaded"] < 64 * 1024, added["bytes_uploaded"]
+    new = {n: p for n, p in localised(nwp_box).items() if n not in seen}
+    assert list(new) == [layer]
+    assert sum(p.stat().st_size for p in new[layer]) == added["bytes_uploaded"] * len(new[layer])
+    probe = json.loads(out_file.read_text())
+    assert probe["module"].endswith("/env/lib/python3.11/site-packages/layer_probe/__init__.py")
+    print(f"one package: uploaded {added['bytes_uploaded']} B, localised on {len(new[layer])} "
+          f"node(s); phases {added['phases']}")  # fmt: skip
+
+    pip(python, "uninstall", "-y", "tfyarn-layer-probe")
+    removed = launch(nwp_box, python, tmp_path, **args)
+    assert removed["status"] == "SUCCEEDED", removed["status"]
+    assert removed["uploaded"] == [] and removed["bytes_uploaded"] == 0
+    assert removed["key"] == before["key"] != added["key"]
+    assert json.loads(out_file.read_text())["module"].startswith("ImportError")
+
+
+def test_two_users_share_the_public_layers(nwp_box: Sandbox, tmp_path: Path) -> None:
+    shared = f"/shared/{unique('layers')}"
+    admin = {**os.environ, **nwp_box.env()}
+    for cmd in (["-mkdir", "-p", shared], ["-chmod", "1777", shared]):
+        subprocess.run(["hdfs", "dfs", *cmd], env=admin, check=True, capture_output=True)
+    subprocess.run(["hdfs", "dfs", "-chmod", "755", "/shared"], env=admin, check=True)
+    args = {"kind": "import", "module": "numpy", "shared_layer_cache": shared}
+    earlier = {p for paths in localised(nwp_box).values() for p in paths}
+    first = launch(nwp_box, Path(sys.executable), tmp_path, out=str(tmp_path / "a.json"), **args)
+    time.sleep(1)
+    second = launch(nwp_box, Path(sys.executable), tmp_path, user="alice",
+                    out=str(tmp_path / "b.json"), **args)  # fmt: skip
+    assert first["status"] == second["status"] == "SUCCEEDED", (first, second)
+    numpy = first["layers"]["numpy"]
+    assert first["uris"][numpy] == second["uris"][numpy] and shared in first["uris"][numpy]
+    assert numpy in first["uploaded"] and numpy not in second["uploaded"]
+    # alice uploads only her private layers (the venv's own files, editable and local
+    # installs), none of the shared ones.
+    shared_names = {n for n, uri in first["uris"].items() if shared in uri}
+    assert shared_names and not shared_names & set(second["uploaded"]), second["uploaded"]
+    assert all(shared not in second["uris"][n] for n in second["uploaded"])
+    copies = [p for p in localised(nwp_box)[numpy] if p not in earlier]
+    public = [p for p in copies if "usercache" not in p.parts]
+    nodes = [p.relative_to(nwp_box.root / "nm").parts[0] for p in public]
+    assert public and len(nodes) == len(set(nodes)), public  # once per node, for both users
+    assert not [p for p in copies if "alice" in p.parts], copies
+    assert json.loads((tmp_path / "b.json").read_text())["module"].endswith("__init__.py")

@@ -1,0 +1,190 @@
+"""Layers of a venv (keys, plan, exclusions, import check) and the interpreter's layer."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfyarn_jupyter import interpreter, layers, program
+from tfyarn_jupyter.layers import LayerError
+
+SITE = "lib/python3.11/site-packages"
+
+
+def _hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def install(prefix: Path, dist: str, files: dict[str, bytes], direct_url: bool = False) -> Path:
+    """A fake installed distribution: its files and a RECORD listing them with hashes."""
+    site = prefix / SITE
+    info = site / f"{dist}-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for rel, data in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(data)
+        rows.append(f"{rel},{_hash(data)},{len(data)}")
+    if direct_url:
+        (info / "direct_url.json").write_text('{"url": "file:///tmp/x.whl"}')
+        rows.append(f"{info.name}/direct_url.json,,")
+    rows.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+    return info
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    prefix = tmp_path / "venv"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "pyvenv.cfg").write_text("home = /opt/python/bin\n")
+    (prefix / "bin" / "python").symlink_to("/opt/python/bin/python3.11")
+    install(prefix, "alpha", {"alpha/__init__.py": b"A = 1\n", "alpha/core.py": b"x = 2\n"})
+    install(prefix, "beta_pkg", {"beta/__init__.py": b"B = 1\n", "beta_mod.py": b"y = 1\n"})
+    install(prefix, "notebook", {"notebook/__init__.py": b"N = 1\n"})
+    return prefix
+
+
+def by_name(plan: layers.Plan) -> dict[str, layers.Layer]:
+    return {layer.name: layer for layer in plan.layers}
+
+
+def test_plan_has_a_layer_per_distribution_and_a_base(venv: Path) -> None:
+    plan = layers.plan(venv, SITE)
+    got = by_name(plan)
+    assert set(got) == {"base", "alpha", "beta-pkg"}
+    assert list(plan.excluded) == ["notebook"]
+    record = venv / SITE / "notebook-1.0.dist-info" / "RECORD"
+    assert plan.excluded["notebook"] == len(b"N = 1\n") + record.stat().st_size
+    assert f"{SITE}/alpha/core.py" in got["alpha"].files
+    assert got["beta-pkg"].modules == {"beta", "beta_mod"}
+    assert set(got["base"].files) == {"pyvenv.cfg", "bin/python"}
+
+
+def test_key_is_stable_under_reordering_of_record(venv: Path) -> None:
+    before = by_name(layers.plan(venv, SITE))["alpha"].key
+    record = venv / SITE / "alpha-1.0.dist-info" / "RECORD"
+    lines = record.read_text().splitlines()
+    random.Random(1).shuffle(lines)
+    record.write_text("\n".join(reversed(lines)) + "\n")
+    assert by_name(layers.plan(venv, SITE))["alpha"].key == before
+
+
+def test_key_changes_with_an_upgrade_and_with_a_file_change(venv: Path) -> None:
+    plan = by_name(layers.plan(venv, SITE))
+    install(venv, "alpha", {"alpha/__init__.py": b"A = 2\n", "alpha/core.py": b"x = 2\n"})
+    upgraded = by_name(layers.plan(venv, SITE))
+    assert upgraded["alpha"].key != plan["alpha"].key
+    assert upgraded["beta-pkg"].key == plan["beta-pkg"].key
+    (venv / SITE / "beta_mod.py").write_bytes(b"y = 1000\n")  # edited in place, same RECORD
+    assert by_name(layers.plan(venv, SITE))["beta-pkg"].key != plan["beta-pkg"].key
+
+
+def test_base_key_follows_its_content_and_ignores_runtime_bytecode(venv: Path) -> None:
+    base = by_name(layers.plan(venv, SITE))["base"].key
+    cache = venv / SITE / "alpha" / "__pycache__"
+    cache.mkdir()
+    (cache / "core.cpython-311.pyc").write_bytes(b"compiled")
+    assert by_name(layers.plan(venv, SITE))["base"].key == base
+    (venv / "pyvenv.cfg").write_text("home = /elsewhere/bin\n")
+    assert by_name(layers.plan(venv, SITE))["base"].key != base
+
+
+def test_environment_key_is_order_free_and_follows_layers(venv: Path) -> None:
+    plan = layers.plan(venv, SITE)
+    reordered = layers.Plan(plan.prefix, tuple(reversed(plan.layers)), plan.left_out)
+    assert reordered.key == plan.key
+    install(venv, "gamma", {"gamma.py": b"g = 1\n"})
+    assert layers.plan(venv, SITE).key != plan.key
+
+
+def test_local_wheels_are_not_shareable(venv: Path) -> None:
+    install(venv, "mine", {"mine.py": b"secret = 1\n"}, direct_url=True)
+    got = by_name(layers.plan(venv, SITE))
+    assert got["alpha"].shareable and not got["mine"].shareable and not got["base"].shareable
+
+
+def test_exclusion_list_is_normalised_and_optional(venv: Path) -> None:
+    assert "notebook" in by_name(layers.plan(venv, SITE, exclude=()))
+    assert "beta-pkg" not in by_name(layers.plan(venv, SITE, exclude=["Beta.Pkg"]))
+
+
+def test_import_check_refuses_what_only_a_left_out_package_provides(venv: Path) -> None:
+    plan = layers.plan(venv, SITE)
+    layers.check_imports({"alpha", "numpy", "os"}, plan)  # shipped or not ours to judge
+    with pytest.raises(LayerError, match=r"notebook.*exclude_packages"):
+        layers.check_imports({"alpha", "notebook"}, plan)
+
+
+def test_referenced_modules_sees_imports_inside_the_function() -> None:
+    def fn():
+        import json.decoder  # noqa: F401
+
+        return os.path.join("a", "b")
+
+    assert {"json", "os"} <= program.referenced_modules(fn)
+
+
+def test_report_rows_largest_first_then_excluded(venv: Path) -> None:
+    rows = layers.report_rows(layers.plan(venv, SITE))
+    sizes = [r[2] for r in rows if r[1] != "excluded"]
+    assert sizes == sorted(sizes, reverse=True)
+    assert rows[-1][:2] == ("notebook", "excluded")
+
+
+def test_interpreter_of_this_venv_is_planned_without_site_packages_or_tests() -> None:
+    base = interpreter.base_prefix(Path(sys.prefix))
+    assert base == Path(os.path.realpath(sys.base_prefix))
+    if not interpreter.is_self_contained(base):
+        pytest.fail(f"this test needs a self-contained base interpreter, not {base}")
+    layer = interpreter.interpreter_layer(base)
+    rel = interpreter.stdlib_rel(base)
+    assert f"{rel}/os.py" in layer.files
+    assert not any(f.startswith((f"{rel}/site-packages/", f"{rel}/test/")) for f in layer.files)
+    assert layer.archive_name.startswith("I-")
+    assert interpreter.interpreter_layer(base).key == layer.key
+
+
+def test_system_python_cannot_be_shipped(tmp_path: Path) -> None:
+    assert interpreter.should_ship("auto", Path("/usr")) is False
+    with pytest.raises(LayerError, match=r"system Python.*ship_interpreter=False"):
+        interpreter.should_ship(True, Path("/usr"))
+    with pytest.raises(LayerError, match="'auto', True or False"):
+        interpreter.should_ship("yes", tmp_path)
+
+
+def test_base_prefix_needs_a_pyvenv_cfg(tmp_path: Path) -> None:
+    with pytest.raises(LayerError, match="virtual environment"):
+        interpreter.base_prefix(tmp_path)
+
+
+def test_describe_lists_layers_largest_first_and_what_is_left_out(venv: Path) -> None:
+    from tfyarn_jupyter import layer_cache
+
+    text = layer_cache.describe(layers.plan(venv, SITE))
+    lines = text.splitlines()
+    assert lines[0].startswith("3 layers")
+    assert "left out    notebook" in lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"ship_interpreter": "yes"}, "ship_interpreter must be"),
+        ({"exclude_packages": "jupyterlab"}, "exclude_packages must be a list"),
+        ({"shared_layer_cache": "relative/folder"}, "absolute HDFS folder"),
+    ],
+)
+def test_layer_options_are_checked_at_construction(options: dict, message: str) -> None:
+    from tfyarn_jupyter.options import LaunchOptions
+    from tfyarn_jupyter.spec import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        LaunchOptions(**options)
+    assert LaunchOptions(exclude_packages=["a"]).exclude_packages == ("a",)
