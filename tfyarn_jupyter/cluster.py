@@ -178,19 +178,24 @@ def submit_spec(client: skein.Client, spec: skein.ApplicationSpec) -> str:
     an interrupt of the caller waits (briefly) for the id and kills it.
     """
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def call() -> None:
         try:
             box["app_id"] = client.submit(spec)
         except BaseException as exc:
             box["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=call, name="tfyarn-submit", daemon=True)
-    thread.start()
+    # An Event, not Thread.join: a join interrupted once marks the thread stopped
+    # while it still runs, so a second join would not wait for YARN's answer.
+    threading.Thread(target=call, name="tfyarn-submit", daemon=True).start()
     try:
-        thread.join()
+        while not done.wait(0.05):  # short waits: an interrupt is seen here, not after
+            pass
     except BaseException:
-        thread.join(SUBMIT_GRACE_S)
+        done.wait(SUBMIT_GRACE_S)
         if "app_id" in box:
             with contextlib.suppress(Exception):
                 client.kill_application(box["app_id"])
