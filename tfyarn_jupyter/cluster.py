@@ -190,12 +190,14 @@ def submit_spec(client: skein.Client, spec: skein.ApplicationSpec) -> str:
 
     # An Event, not Thread.join: a join interrupted once marks the thread stopped
     # while it still runs, so a second join would not wait for YARN's answer.
-    threading.Thread(target=call, name="tfyarn-submit", daemon=True).start()
+    thread = threading.Thread(target=call, name="tfyarn-submit", daemon=True)
     try:
+        thread.start()
         while not done.wait(0.05):  # short waits: an interrupt is seen here, not after
             pass
     except BaseException:
-        done.wait(SUBMIT_GRACE_S)
+        if thread.ident is not None:  # it started: wait for YARN's answer
+            done.wait(SUBMIT_GRACE_S)
         if "app_id" in box:
             with contextlib.suppress(Exception):
                 client.kill_application(box["app_id"])

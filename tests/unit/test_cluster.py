@@ -6,7 +6,6 @@ only network is a loopback socket the test opens itself.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -255,15 +254,13 @@ def test_an_interrupt_while_yarn_accepts_the_application_kills_what_it_accepted(
 
     class SlowSubmitter(Submitter):
         def submit(self, spec):
-            time.sleep(0.5)  # YARN accepting the application
+            _thread.interrupt_main()  # the user interrupts while YARN is accepting it
+            time.sleep(0.5)
             return "application_1_0009"
 
     client = SlowSubmitter()
-    timer = threading.Timer(0.1, _thread.interrupt_main)
-    timer.start()
     with pytest.raises(KeyboardInterrupt):
         cluster.submit_spec(client, SPEC)
-    timer.join()
     assert client.killed == ["application_1_0009"]
 
 
