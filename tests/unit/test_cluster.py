@@ -5,6 +5,7 @@ only network is a loopback socket the test opens itself.
 
 from __future__ import annotations
 
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -259,8 +260,13 @@ def test_an_interrupt_while_yarn_accepts_the_application_kills_what_it_accepted(
             return "application_1_0009"
 
     client = SlowSubmitter()
-    with pytest.raises(KeyboardInterrupt):
-        cluster.submit_spec(client, SPEC)
+    # A shell's background job inherits SIGINT ignored, and then interrupt_main does nothing.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            cluster.submit_spec(client, SPEC)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert client.killed == ["application_1_0009"]
 
 
