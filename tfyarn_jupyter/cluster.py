@@ -65,20 +65,23 @@ def get_client(principal: str | None = None, keytab: str | None = None) -> skein
         return client
 
 
-def resourcemanager_addresses(yarn_site: Mapping[str, str]) -> list[str]:
-    """``host:port`` of each ResourceManager the configuration names (several with HA)."""
+def _rm_addresses(yarn_site: Mapping[str, str], key: str, port: int) -> list[str]:
+    """``host:port`` of ``yarn.resourcemanager.<key>`` for each ResourceManager (several
+    with HA), from its hostname and ``port`` where the address is not set."""
     ids = [""]
     if yarn_site.get("yarn.resourcemanager.ha.enabled", "").lower() == "true":
         rm_ids = yarn_site.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
         ids = [f".{i.strip()}" for i in rm_ids if i.strip()] or [""]
-    out = []
-    for i in ids:
-        addr = yarn_site.get(f"yarn.resourcemanager.address{i}")
-        if not addr:
-            host = yarn_site.get(f"yarn.resourcemanager.hostname{i}", "0.0.0.0")
-            addr = f"{host}:8032"
-        out.append(addr)
-    return out
+    return [
+        yarn_site.get(f"yarn.resourcemanager.{key}{i}")
+        or f"{yarn_site.get(f'yarn.resourcemanager.hostname{i}', '0.0.0.0')}:{port}"
+        for i in ids
+    ]
+
+
+def resourcemanager_addresses(yarn_site: Mapping[str, str]) -> list[str]:
+    """``host:port`` of each ResourceManager the configuration names (several with HA)."""
+    return _rm_addresses(yarn_site, "address", 8032)
 
 
 def check_resourcemanager(yarn_site: Mapping[str, str], timeout: float = 5.0) -> None:
@@ -219,17 +222,8 @@ def rm_web_bases(yarn_site: Mapping[str, str]) -> list[str]:
     """``scheme://host:port`` of each ResourceManager's web services (HTTPS if the policy says)."""
     https = yarn_site.get("yarn.http.policy", "HTTP_ONLY").strip().upper() == "HTTPS_ONLY"
     key, port = ("webapp.https.address", 8090) if https else ("webapp.address", 8088)
-    ids = [""]
-    if yarn_site.get("yarn.resourcemanager.ha.enabled", "").lower() == "true":
-        rm_ids = yarn_site.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
-        ids = [f".{i.strip()}" for i in rm_ids if i.strip()] or [""]
-    out = []
-    for i in ids:
-        addr = yarn_site.get(f"yarn.resourcemanager.{key}{i}")
-        if not addr:
-            addr = f"{yarn_site.get(f'yarn.resourcemanager.hostname{i}', '0.0.0.0')}:{port}"
-        out.append(f"{'https' if https else 'http'}://{addr}")
-    return out
+    scheme = "https" if https else "http"
+    return [f"{scheme}://{addr}" for addr in _rm_addresses(yarn_site, key, port)]
 
 
 def rm_get(path: str, secure: bool, timeout: float = 5.0) -> requests.Response:
