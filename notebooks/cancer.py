@@ -55,8 +55,11 @@ def experiment(
     hidden_units: tuple[int, ...] = (16, 8),
     save_checkpoints_steps: int = 100,
     fail_on_attempt: int | None = None,
+    step_delay_s: float = 0.0,
 ) -> Any:
-    """The Experiment an ``experiment_fn`` returns; ``fail_on_attempt`` is for fault tests."""
+    """The Experiment an ``experiment_fn`` returns; ``fail_on_attempt`` is for fault tests,
+    ``step_delay_s`` (a pause after each step) for tests that watch training while it runs:
+    it sets a least training time that no machine's speed shortens."""
     import os
 
     import tensorflow as tf
@@ -80,11 +83,28 @@ def experiment(
     )
     return Experiment(
         estimator,
-        tf.estimator.TrainSpec(input_fn(x_train, y_train, train=True), max_steps=max_steps),
+        tf.estimator.TrainSpec(
+            input_fn(x_train, y_train, train=True),
+            max_steps=max_steps,
+            hooks=[_pause_hook(step_delay_s)] if step_delay_s > 0 else [],
+        ),
         tf.estimator.EvalSpec(
             input_fn(x_test, y_test, train=False), steps=None, start_delay_secs=0, throttle_secs=1
         ),
     )
+
+
+def _pause_hook(seconds: float) -> Any:
+    """An Estimator hook that sleeps ``seconds`` after every training step."""
+    import time
+
+    import tensorflow as tf
+
+    class Pause(tf.estimator.SessionRunHook):
+        def after_run(self, run_context: Any, run_values: Any) -> None:
+            time.sleep(seconds)
+
+    return Pause()
 
 
 def keras_experiment(

@@ -162,16 +162,27 @@ def lab(sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]
 
 
 @pytest.fixture(scope="session")
-def browser(lab: Lab) -> Iterator[Any]:
-    """Debian's headless Chromium under Playwright's sync API."""
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium under Playwright's sync API, one for the whole session.
+
+    Playwright's sync API runs an event loop in this thread while it is open, so
+    a second ``sync_playwright()`` in the same session fails ("Sync API inside the
+    asyncio loop"): every browser test takes its pages from this one.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         try:
-            yield chromium
+            yield browser
         finally:
-            chromium.close()
+            browser.close()
+
+
+@pytest.fixture(scope="session")
+def browser(lab: Lab, chromium: Any) -> Any:
+    """The session's Chromium, once a JupyterLab for it to open is running."""
+    return chromium
 
 
 @pytest.fixture

@@ -26,11 +26,16 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 CELLS = ".jp-NotebookPanel .jp-Notebook .jp-Cell"
 OPEN_TIMEOUT_S = 180
 RUN_TIMEOUT_S = 600
-MAX_STEPS = 4000
+MAX_STEPS = 3000
+#: A pause after each step: training lasts at least MAX_STEPS x this (30 s) however fast the
+#: machine, so a loaded browser still sees several progress reports while it is RUNNING.
+STEP_DELAY_S = 0.01
 LAUNCH = (
     "%%tfyarn --chief 1G/1 --evaluator 1G/1 --name dashboard-{fe} --var dash\n"
     "def experiment_fn():\n"
-    "    return cancer.experiment(dash_dir, max_steps={steps}, save_checkpoints_steps=500)"
+    "    return cancer.experiment(\n"
+    "        dash_dir, max_steps={steps}, save_checkpoints_steps=500, step_delay_s={delay}\n"
+    "    )"
 )
 
 #: What the panel shows, read from its DOM in one go.
@@ -60,7 +65,7 @@ def write_notebook(lab: Lab, front_end: str) -> str:
         nbformat.v4.new_code_cell(
             'import tempfile\n\nimport cancer\n\ndash_dir = tempfile.mkdtemp(prefix="dash-")'
         ),
-        nbformat.v4.new_code_cell(LAUNCH.format(fe=front_end, steps=MAX_STEPS)),
+        nbformat.v4.new_code_cell(LAUNCH.format(fe=front_end, steps=MAX_STEPS, delay=STEP_DELAY_S)),
     ]
     name = f"dashboard-{front_end}.ipynb"
     nbformat.write(nb, lab.root / name)
@@ -101,7 +106,8 @@ def hover_read_out(page: Any, chart: Any, at: float) -> list[str]:
 
 def watch_while_running(page: Any, panel: Any, front_end: str) -> dict[str, Any]:
     """Poll the panel until the run ends: what advanced while RUNNING, one mid-run picture."""
-    seen: dict[str, Any] = {"steps": [], "points": [], "hover": [], "eta": "", "rate": ""}
+    seen: dict[str, Any] = {
+        "steps": [], "points": [], "hover": [], "eta": "", "rate": "", "max": ""}  # fmt: skip
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         snap = panel.evaluate(DASH_JS)
@@ -179,6 +185,7 @@ def test_dashboard_shows_progress_charts_timeline_and_durations(
     # the bar and the curve advanced while the application was RUNNING
     assert len(seen["steps"]) >= 2 and seen["steps"] == sorted(seen["steps"]), seen["steps"]
     assert seen["points"][-1] > seen["points"][0], seen["points"]
+    assert seen["hover"], f"the loss curve never had 3 points while RUNNING: {seen}"
     assert seen["max"] == str(MAX_STEPS) and seen["rate"].endswith("steps/s"), seen
     assert seen["eta"].endswith("left") or seen["eta"] == "done", seen["eta"]
     # hovering the train-loss curve reads out a step and a loss

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "tfyarn_jupyter" / "static"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 HARNESS = (Path(__file__).with_name("harness.js")).read_text()
-CHROMIUM = "/usr/bin/chromium"
 T0 = int(time.time() * 1000) - 60_000  # the app started a minute ago, epoch ms
 UPDATES = 30
 GiB = 1 << 30
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """Debian's headless Chromium, with no Jupyter server and no cluster."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def mounted(chromium: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -30,6 +31,11 @@ pytestmark = pytest.mark.sandbox
 DRIVER = Path(__file__).with_name("layers_driver.py")
 SHAPE = Shape(nodes_without_python=True)
 HIDDEN = [str(p) for p in sandbox_shape.python_paths()]
+#: What the kernel test reads back from the magic's Run handle.
+SUMMARY = (
+    "{'final': str(run.status().app.final_status), 'layered': hasattr(run.env_report, 'layers'), "
+    "'layers': len(run.env_report.layers), 'uploaded': run.env_report.uploaded}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +169,42 @@ def test_two_users_share_the_public_layers(nwp_box: Sandbox, tmp_path: Path) -> 
     assert public and len(nodes) == len(set(nodes)), public  # once per node, for both users
     assert not [p for p in copies if "alice" in p.parts], copies
     assert json.loads((tmp_path / "b.json").read_text())["module"].endswith("__init__.py")
+
+
+def test_the_magic_reports_the_layers_and_launches_with_them_from_a_kernel(
+    nwp_box: Sandbox, tmp_path: Path
+) -> None:
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from .test_notebook import execute, report, reported, stream
+
+    shutil.copy(NOTEBOOKS / "cancer.py", tmp_path / "cancer.py")
+    name = unique("tfyarn-test-layers-magic")
+    nb = new_notebook()
+    nb.cells = [
+        new_code_cell(f"import os\nos.environ.update({nwp_box.env()!r})"),
+        new_code_cell("%load_ext tfyarn_jupyter"),
+        new_code_cell("%tfyarn env"),
+        new_code_cell(f"import cancer\nmodel_dir = {str(tmp_path / 'model')!r}"),
+        new_code_cell(
+            f"%%tfyarn --layers --chief 1G/1 --wait --var run --name {name}\n"
+            "def experiment_fn():\n"
+            "    return cancer.experiment(model_dir, max_steps=100)"
+        ),
+        new_code_cell(report(SUMMARY)),
+    ]
+    execute(nb, tmp_path)
+
+    table = stream(nb.cells[2].outputs, "stdout")
+    print(table)
+    head, *rows = table.splitlines()
+    assert " layers, " in head and " MiB (key " in head, head
+    assert any("tensorflow-cpu" in r for r in rows), table
+    assert any(" group " in r and "group-" in r for r in rows), table
+    assert any("left out" in r and r.endswith(" playwright") for r in rows), table
+    assert rows[-1].startswith("interpreter ") and rows[-1].endswith(": shipped"), rows[-1]
+    out = reported(nb.cells[-1].outputs)
+    assert out["final"] == "SUCCEEDED", out
+    # Earlier launches from this venv on this sandbox uploaded every layer already.
+    assert out["layered"] and out["layers"] > 10 and out["uploaded"] == [], out
+    assert (tmp_path / "model" / "checkpoint").exists()

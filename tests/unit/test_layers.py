@@ -56,7 +56,7 @@ def by_name(plan: layers.Plan) -> dict[str, layers.Layer]:
 
 
 def test_plan_has_a_layer_per_distribution_and_a_base(venv: Path) -> None:
-    plan = layers.plan(venv, SITE)
+    plan = layers.plan(venv, SITE, group_below=0)
     got = by_name(plan)
     assert set(got) == {"base", "alpha", "beta-pkg"}
     assert list(plan.excluded) == ["notebook"]
@@ -68,58 +68,112 @@ def test_plan_has_a_layer_per_distribution_and_a_base(venv: Path) -> None:
 
 
 def test_key_is_stable_under_reordering_of_record(venv: Path) -> None:
-    before = by_name(layers.plan(venv, SITE))["alpha"].key
+    before = by_name(layers.plan(venv, SITE, group_below=0))["alpha"].key
     record = venv / SITE / "alpha-1.0.dist-info" / "RECORD"
     lines = record.read_text().splitlines()
     random.Random(1).shuffle(lines)
     record.write_text("\n".join(reversed(lines)) + "\n")
-    assert by_name(layers.plan(venv, SITE))["alpha"].key == before
+    assert by_name(layers.plan(venv, SITE, group_below=0))["alpha"].key == before
 
 
 def test_key_changes_with_an_upgrade_and_with_a_file_change(venv: Path) -> None:
-    plan = by_name(layers.plan(venv, SITE))
+    plan = by_name(layers.plan(venv, SITE, group_below=0))
     install(venv, "alpha", {"alpha/__init__.py": b"A = 2\n", "alpha/core.py": b"x = 2\n"})
-    upgraded = by_name(layers.plan(venv, SITE))
+    upgraded = by_name(layers.plan(venv, SITE, group_below=0))
     assert upgraded["alpha"].key != plan["alpha"].key
     assert upgraded["beta-pkg"].key == plan["beta-pkg"].key
     (venv / SITE / "beta_mod.py").write_bytes(b"y = 1000\n")  # edited in place, same RECORD
-    assert by_name(layers.plan(venv, SITE))["beta-pkg"].key != plan["beta-pkg"].key
+    assert by_name(layers.plan(venv, SITE, group_below=0))["beta-pkg"].key != plan["beta-pkg"].key
 
 
 def test_base_key_follows_its_content_and_ignores_runtime_bytecode(venv: Path) -> None:
-    base = by_name(layers.plan(venv, SITE))["base"].key
+    base = by_name(layers.plan(venv, SITE, group_below=0))["base"].key
     cache = venv / SITE / "alpha" / "__pycache__"
     cache.mkdir()
     (cache / "core.cpython-311.pyc").write_bytes(b"compiled")
-    assert by_name(layers.plan(venv, SITE))["base"].key == base
+    assert by_name(layers.plan(venv, SITE, group_below=0))["base"].key == base
     (venv / "pyvenv.cfg").write_text("home = /elsewhere/bin\n")
-    assert by_name(layers.plan(venv, SITE))["base"].key != base
+    assert by_name(layers.plan(venv, SITE, group_below=0))["base"].key != base
 
 
 def test_environment_key_is_order_free_and_follows_layers(venv: Path) -> None:
-    plan = layers.plan(venv, SITE)
+    plan = layers.plan(venv, SITE, group_below=0)
     reordered = layers.Plan(plan.prefix, tuple(reversed(plan.layers)), plan.left_out)
     assert reordered.key == plan.key
     install(venv, "gamma", {"gamma.py": b"g = 1\n"})
-    assert layers.plan(venv, SITE).key != plan.key
+    assert layers.plan(venv, SITE, group_below=0).key != plan.key
 
 
 def test_local_wheels_are_not_shareable(venv: Path) -> None:
     install(venv, "mine", {"mine.py": b"secret = 1\n"}, direct_url=True)
-    got = by_name(layers.plan(venv, SITE))
+    got = by_name(layers.plan(venv, SITE, group_below=0))
     assert got["alpha"].shareable and not got["mine"].shareable and not got["base"].shareable
 
 
 def test_exclusion_list_is_normalised_and_optional(venv: Path) -> None:
-    assert "notebook" in by_name(layers.plan(venv, SITE, exclude=()))
-    assert "beta-pkg" not in by_name(layers.plan(venv, SITE, exclude=["Beta.Pkg"]))
+    assert "notebook" in by_name(layers.plan(venv, SITE, group_below=0, exclude=()))
+    assert "beta-pkg" not in by_name(layers.plan(venv, SITE, group_below=0, exclude=["Beta.Pkg"]))
 
 
 def test_import_check_refuses_what_only_a_left_out_package_provides(venv: Path) -> None:
-    plan = layers.plan(venv, SITE)
+    plan = layers.plan(venv, SITE, group_below=0)
     layers.check_imports({"alpha", "numpy", "os"}, plan)  # shipped or not ours to judge
     with pytest.raises(LayerError, match=r"notebook.*exclude_packages"):
         layers.check_imports({"alpha", "notebook"}, plan)
+
+
+def small_dists(venv: Path, n: int) -> list[str]:
+    names = [f"small{i}" for i in range(n)]
+    for name in names:
+        install(venv, name, {f"{name}.py": f"{name} = 1\n".encode()})
+    return names
+
+
+def test_small_distributions_share_few_group_layers_and_large_ones_stay_alone(venv: Path) -> None:
+    install(venv, "big", {"big/__init__.py": b"x" * 5000})
+    small_dists(venv, 20)
+    plan = layers.plan(venv, SITE, group_below=1000, groups=3)
+    kinds = sorted(layer.kind for layer in plan.layers)
+    assert kinds == ["base", "dist", "group", "group", "group"], kinds
+    got = by_name(plan)
+    assert got["big"].kind == "dist" and not got["big"].members
+    members = sorted(m for layer in plan.layers for m in layer.members)
+    assert members == sorted(["alpha", "beta-pkg", *(f"small{i}" for i in range(20))])
+    for layer in plan.layers:
+        if layer.kind == "group":
+            assert layer.shareable and layer.name == f"group-{layers.group_of(layer.members[0], 3)}"
+            assert {layers.group_of(m, 3) for m in layer.members} == {int(layer.name[-1])}
+    shipped = {m for layer in plan.layers for m in layer.modules}
+    assert {"alpha", "beta", "beta_mod", "small7", "big"} <= shipped
+    files = [f for layer in plan.layers for f in layer.files]
+    assert len(files) == len(set(files)), "a file in two layers"
+
+
+def test_changing_one_small_package_changes_only_its_group(venv: Path) -> None:
+    def keys() -> dict[str, str]:
+        plan = layers.plan(venv, SITE, group_below=1000, groups=3)
+        return {layer.name: layer.key for layer in plan.layers}
+
+    small_dists(venv, 20)
+    before = keys()
+    install(venv, "small5", {"small5.py": b"small5 = 2\n"})
+    after = keys()
+    changed = {name for name in before if before[name] != after[name]}
+    assert changed == {f"group-{layers.group_of('small5', 3)}"}, changed
+
+
+def test_a_local_wheel_is_never_grouped(venv: Path) -> None:
+    install(venv, "mine", {"mine.py": b"secret = 1\n"}, direct_url=True)
+    got = by_name(layers.plan(venv, SITE, group_below=10**6, groups=1))
+    assert got["mine"].kind == "dist" and not got["mine"].shareable
+    assert got["group-0"].members == ("alpha", "beta-pkg")
+
+
+def test_report_names_a_group_by_its_members(venv: Path) -> None:
+    small_dists(venv, 6)
+    rows = layers.report_rows(layers.plan(venv, SITE, group_below=10**6, groups=1))
+    (label,) = [r[0] for r in rows if r[1] == "group"]
+    assert label == "group-0 (alpha, beta-pkg, small0, small1 and 4 more)", label
 
 
 def test_referenced_modules_sees_imports_inside_the_function() -> None:
@@ -132,7 +186,7 @@ def test_referenced_modules_sees_imports_inside_the_function() -> None:
 
 
 def test_report_rows_largest_first_then_excluded(venv: Path) -> None:
-    rows = layers.report_rows(layers.plan(venv, SITE))
+    rows = layers.report_rows(layers.plan(venv, SITE, group_below=0))
     sizes = [r[2] for r in rows if r[1] != "excluded"]
     assert sizes == sorted(sizes, reverse=True)
     assert rows[-1][:2] == ("notebook", "excluded")
@@ -167,7 +221,7 @@ def test_base_prefix_needs_a_pyvenv_cfg(tmp_path: Path) -> None:
 def test_describe_lists_layers_largest_first_and_what_is_left_out(venv: Path) -> None:
     from tfyarn_jupyter import layer_cache
 
-    text = layer_cache.describe(layers.plan(venv, SITE))
+    text = layer_cache.describe(layers.plan(venv, SITE, group_below=0))
     lines = text.splitlines()
     assert lines[0].startswith("3 layers")
     assert "left out    notebook" in lines[-1]

@@ -10,7 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
-from tfyarn_jupyter.magic import LaunchArgs, local_module_roots, parse_launch
+from tfyarn_jupyter.magic import local_module_roots
+from tfyarn_jupyter.magic_args import LaunchArgs, parse_launch
+from tfyarn_jupyter.options import LaunchOptions
 from tfyarn_jupyter.spec import TASK_TYPES, NodeLabel, parse_memory
 
 from .strategies import check_valid_spec, near_specs
@@ -287,3 +289,26 @@ def test_the_panels_display_bundle_carries_the_static_summary_beside_the_widget_
         assert bundle["text/plain"] == "tfyarn run application_1_0007"
     finally:
         panel.close()
+
+
+def test_layers_flags_set_the_layered_environment_options():
+    args = parse_launch("--layers --exclude-package mypy --exclude-package ruff "
+                        "--shared-layer-cache /shared/layers")  # fmt: skip
+    assert args.options.layers is True
+    assert args.options.exclude_packages == ("mypy", "ruff")
+    assert args.options.shared_layer_cache == "/shared/layers"
+    assert parse_launch("--no-layers").options.layers is False
+    assert parse_launch("").options.layers is LaunchOptions.layers  # the default stays
+
+
+@pytest.mark.parametrize(
+    "line", ["--exclude-package mypy", "--no-layers --shared-layer-cache /shared/layers"]
+)
+def test_layer_shaping_flags_without_layers_are_usage_errors(line):
+    with pytest.raises(UsageError, match="add --layers"):
+        parse_launch(line)
+
+
+def test_a_relative_shared_layer_cache_is_a_usage_error():
+    with pytest.raises(UsageError, match="shared_layer_cache must be an absolute"):
+        parse_launch("--layers --shared-layer-cache shared/layers")
