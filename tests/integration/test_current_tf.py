@@ -127,8 +127,10 @@ def test_progress_increases_while_running_and_says_steps_per_second(
     steps: list[int] = []
 
     def two_reports(st) -> bool:
-        p = st.progress.get("chief:0")
-        if p and st.app.state == "RUNNING" and (not steps or p["step"] != steps[-1]):
+        p = st.progress.get("chief:0") or {}
+        if p.get("step") is None:  # resources only: training has not reported yet
+            return False
+        if st.app.state == "RUNNING" and (not steps or p["step"] != steps[-1]):
             steps.append(p["step"])
             assert p["steps_per_s"] > 0 and "loss" in p, p
         return len(steps) >= 3
