@@ -13,7 +13,7 @@ Each comparison is measured in the same run, its variants interleaved
 2. tfyarn warm launch (environment archive already on HDFS);
 3. tfyarn cold launch (archive absent, phases timed), and the pack phase
    against plain ``tar -cf`` and venv-pack's defaults;
-4. tf-yarn 0.7.0 from PyPI on the same experiment (warm only in --smoke);
+4. tf-yarn 0.7.0 from PyPI on the same experiment (full mode only);
 5. watching cost: calls and milliseconds per poll for 1, 2, 8, 32 and 48 tasks;
 6. training overhead: steps/s locally and as the chief of a run;
 

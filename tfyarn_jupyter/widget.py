@@ -5,9 +5,12 @@ State lives in synced traits (``app``, ``tasks``, ``pending``, ``capacity``,
 that the panel's :class:`PanelPoller`
 refreshes by driving the run (:meth:`~.run.Run.advance`) about once a second;
 the front end (``js/src/``, bundled into ``static/``) sends ``cancel``,
-``kill`` and ``logs`` as custom messages. Where no widget front end exists,
-:func:`status_html` renders the same state as static HTML, which is also what
-stays in a saved notebook.
+``kill`` and ``logs`` as custom messages. The loss histories travel apart from
+``progress``, as ``history`` messages that carry only what changed since the
+last one (:func:`.history.delta`); a view that starts asks for them whole
+(``history-sync``). So an update costs the new points, not every point again.
+Where no widget front end exists, :func:`status_html` renders the same state as
+static HTML, which is also what stays in a saved notebook.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from .history import delta, split_histories
 from .state import RunStatus
 
 if TYPE_CHECKING:
@@ -57,7 +61,7 @@ class RunPanel(anywidget.AnyWidget):
     pending: traitlets.List = traitlets.List().tag(sync=True)
     #: Why the run waits for the cluster (``{"message": ...}``), None when it does not.
     capacity = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
-    #: Each task's latest report: step, rate, loss history, memory, CPU, GPU.
+    #: Each task's latest report: step, rate, memory, CPU, GPU (the loss history apart).
     progress = traitlets.Dict().tag(sync=True)
     metrics: traitlets.List = traitlets.List().tag(sync=True)
     failure = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
@@ -71,6 +75,8 @@ class RunPanel(anywidget.AnyWidget):
         self.run = run
         self._lock = threading.Lock()
         self._listeners: list[Callable[[RunStatus], None]] = []
+        #: The loss histories as last sent to the front end.
+        self._histories: dict[str, list[list[float]]] = {}
         # Not `_handle_msg`: that name is ipywidgets.Widget's own comm handler.
         self.on_msg(self._on_action)
         self.poller = PanelPoller(run.advance, self.update, interval=interval)
@@ -83,18 +89,24 @@ class RunPanel(anywidget.AnyWidget):
 
     def update(self, st: RunStatus) -> None:
         d = st.to_dict()
-        with self._lock, self.hold_sync():
-            self.app = d["app"]
-            self.tasks = d["tasks"]
-            self.pending = d["pending"]
-            self.set_trait("capacity", d.get("capacity") or None)
-            self.progress = d.get("progress") or {}
-            self.metrics = d["metrics"]
-            self.failure = d["failure"]
-            self.summary = d["summary"]
-            self.tensorboard_url = (
-                d.get("tensorboard_url") or getattr(self.run, "tensorboard_url", None) or ""
-            )
+        figures, histories = split_histories(d.get("progress") or {})
+        with self._lock:
+            with self.hold_sync():
+                self.app = d["app"]
+                self.tasks = d["tasks"]
+                self.pending = d["pending"]
+                self.set_trait("capacity", d.get("capacity") or None)
+                self.progress = figures
+                self.metrics = d["metrics"]
+                self.failure = d["failure"]
+                self.summary = d["summary"]
+                self.tensorboard_url = (
+                    d.get("tensorboard_url") or getattr(self.run, "tensorboard_url", None) or ""
+                )
+            change = delta(self._histories, histories)
+            self._histories = histories
+            if change:  # after the figures, so the chart redraws with both
+                self.send({"type": "history", "tasks": change})
         for fn in self._listeners:
             fn(st)
 
@@ -105,6 +117,10 @@ class RunPanel(anywidget.AnyWidget):
                 self.run.cancel()
             elif kind == "kill":
                 self.run.kill_task(str(content["task"]))
+            elif kind == "history-sync":  # a view starting: every series whole
+                with self._lock:
+                    whole = {t: {"from": 0, "points": pts} for t, pts in self._histories.items()}
+                self.send({"type": "history", "tasks": whole})
             elif kind == "logs":
                 task = str(content["task"])
                 logs = self.run.logs(task)

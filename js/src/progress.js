@@ -1,6 +1,8 @@
 // Live training progress from what each trainer reports (the `progress` trait): a bar of
 // step / max_steps, steps per second, the time left at that rate and the latest loss,
 // one row per trainer; and the train-loss curve by step, which grows while the run goes.
+// The curve's points come apart from the trait, as `history` messages that carry only what
+// changed (`applyHistory`); a `history` inside a task's progress is read when none came.
 
 import { alignSeries, asArray, asObject, etaSeconds, formatDuration, formatNumber, groupTasks, taskType } from "./format.js";
 import { section } from "./dom.js";
@@ -75,20 +77,45 @@ function restLine(h, rest) {
 }
 
 /**
+ * Applies one `history` message to `histories`: for each task, keep the first `from` points
+ * and append `points`. A change that starts past a series' end (an earlier one was missed)
+ * is skipped; the whole series the view asked for on start sets it right.
+ * @param {Map<string, number[][]>} histories
+ * @param {unknown} change `{ task: { from, points } }`
+ * @returns {boolean} whether anything changed
+ */
+export function applyHistory(histories, change) {
+  let changed = false;
+  for (const [task, c] of Object.entries(asObject(change))) {
+    const { from, points } = asObject(c);
+    const pts = histories.get(task) ?? [];
+    const k = Number(from);
+    if (!Number.isInteger(k) || k < 0 || k > pts.length) continue;
+    histories.set(task, [...pts.slice(0, k), ...asArray(points)]);
+    changed = true;
+  }
+  return changed;
+}
+
+/**
  * The progress section: absent until a trainer reported.
  * @param {import("./model.js").Ctx} ctx
- * @returns {{ el: HTMLElement, update(): void, dispose(): void }}
+ * @returns {{ el: HTMLElement, update(): void, dispose(): void, history(change: unknown): void }}
  */
 export function createProgress({ h, read, keep }) {
   const el = section(h, "progress");
   const rowsEl = h("div", { class: "tfy-progress-rows" });
+  /** @type {Map<string, number[][]>} the loss points by task, from `history` messages */
+  const histories = new Map();
+  /** @param {string} task @param {Record<string, any>} p */
+  const pointsOf = (task, p) => histories.get(task) ?? asArray(p.history);
   /** @type {ReturnType<typeof createPlot> | null} */
   let plot = null;
   let curves = "";
 
   /** @param {{ task: string, p: Record<string, any> }[]} shown */
   function drawLoss(shown) {
-    const withHistory = shown.filter(({ p }) => asArray(p.history).length > 0).slice(0, MAX_CURVES);
+    const withHistory = shown.filter(({ task, p }) => pointsOf(task, p).length > 0).slice(0, MAX_CURVES);
     const names = withHistory.map(({ task }) => task).join(",");
     if (plot && names !== curves) {
       plot.destroy();
@@ -103,7 +130,7 @@ export function createProgress({ h, read, keep }) {
       plot = createPlot(h, { testid: "train-loss-chart", name: "train loss", yLabel: "train loss", series, log: true, keep });
       el.append(plot.el);
     }
-    plot.setData(/** @type {number[][]} */ (alignSeries(withHistory.map(({ p }) => asArray(p.history)))));
+    plot.setData(/** @type {number[][]} */ (alignSeries(withHistory.map(({ task, p }) => pointsOf(task, p)))));
   }
 
   function dispose() {
@@ -125,5 +152,10 @@ export function createProgress({ h, read, keep }) {
     drawLoss(all);
   }
 
-  return { el, update, dispose };
+  /** @param {unknown} change */
+  function history(change) {
+    if (applyHistory(histories, change)) update();
+  }
+
+  return { el, update, dispose, history };
 }

@@ -48,7 +48,7 @@ function sections(model, doc) {
   const parts = [header, pending, progress, tasks, timeline, resources, metrics, failure, summary, actions];
   root.append(...parts.map((p) => p.el), error.el);
   const named = { header, pending, progress, tasks, timeline, resources, metrics, failure, summary, actions };
-  return { root, read, logs, kills, error, parts, ...named };
+  return { root, read, send: ctx.send, logs, kills, error, parts, ...named };
 }
 
 /**
@@ -128,13 +128,15 @@ function timed(root, fn) {
 }
 
 /**
- * Python's one-off messages: a `logs` reply, or an `error` (which also ends what was pending).
+ * Python's one-off messages: a `logs` reply, loss `history` (what changed since the last),
+ * or an `error` (which also ends what was pending).
  * @param {ReturnType<typeof sections>} s
  */
 function customHandler(s) {
   return (/** @type {any} */ msg) => {
     const m = asObject(msg);
     if (m.type === "logs") s.tasks.showLogs(m);
+    else if (m.type === "history") s.progress.history(m.tasks);
     else if (m.type === "error") {
       s.logs.clear();
       s.kills.clear();
@@ -168,6 +170,7 @@ function render({ model, el }) {
   ticker.sync();
   for (const [event, cb] of subscriptions) model.on(event, cb);
   model.on("msg:custom", onCustom);
+  s.send({ type: "history-sync" }); // the loss histories so far, whole
 
   return () => {
     ticker.dispose();

@@ -1,7 +1,8 @@
 // Live training progress (progress.js): bars, rate, time left, loss, the train-loss curve.
 import { describe, expect, it } from "vitest";
 
-import { MAX_CURVES, MAX_ROWS, trainers } from "../src/progress.js";
+import { MAX_CURVES, MAX_ROWS, applyHistory, trainers } from "../src/progress.js";
+import widget from "../src/widget.js";
 import { fakeModel } from "./fake-model.js";
 import { instances } from "./fake-uplot.js";
 import { RUNNING_APP, usePanel } from "./panel.js";
@@ -63,5 +64,43 @@ describe("progress", () => {
     expect(rows[0].getAttribute("data-task")).toBe("chief:0");
     expect(p.q('[data-testid="progress-rest"]').textContent).toBe("+13 more trainers: steps 1007–1019, 26 steps/s in all");
     expect(instances[0].opts.series.length).toBe(MAX_CURVES + 1);
+  });
+
+  it("asks for the histories as a view starts and grows the curve from history messages", () => {
+    const model = fakeModel({ app: RUNNING_APP, progress: { "chief:0": { ...CHIEF, history: undefined } } });
+    const host = document.createElement("div");
+    document.body.append(host);
+    const cleanup = widget.render({ model, el: host });
+    try {
+      expect(model.sent).toEqual([{ type: "history-sync" }]);
+      expect(host.querySelector('[data-testid="train-loss-chart"]')).toBeNull();
+      model.emitCustom({ type: "history", tasks: { "chief:0": { from: 0, points: CHIEF.history } } });
+      const chart = () => host.querySelector('[data-testid="train-loss-chart"]');
+      expect(chart().getAttribute("data-points")).toBe("3");
+      model.emitCustom({ type: "history", tasks: { "chief:0": { from: 3, points: [[1800, 0.35]] } } });
+      expect(chart().getAttribute("data-points")).toBe("4");
+      const u = instances[instances.length - 1];
+      expect(u.data).toEqual([[100, 600, 1200, 1800], [0.9, 0.6, 0.42, 0.35]]);
+      // the last point replaced, as the Python side does between two kept points
+      model.emitCustom({ type: "history", tasks: { "chief:0": { from: 3, points: [[1900, 0.3]] } } });
+      expect(u.data[0]).toEqual([100, 600, 1200, 1900]);
+      // a new figure without a history keeps the curve drawn
+      model.set("progress", { "chief:0": { ...CHIEF, step: 1900, history: undefined } });
+      expect(chart().getAttribute("data-points")).toBe("4");
+    } finally {
+      cleanup();
+      host.remove();
+    }
+  });
+
+  it("applies a history change in place, skips one past a series' end, and twice is once", () => {
+    const h = new Map([["chief:0", [[1, 0.9], [2, 0.8]]]]);
+    expect(applyHistory(h, { "chief:0": { from: 5, points: [[6, 0.1]] } })).toBe(false);
+    expect(h.get("chief:0")).toEqual([[1, 0.9], [2, 0.8]]);
+    const change = { "chief:0": { from: 1, points: [[3, 0.7]] }, "worker:0": { from: 0, points: [[1, 1]] } };
+    expect(applyHistory(h, change)).toBe(true);
+    applyHistory(h, change);
+    expect(Object.fromEntries(h)).toEqual({ "chief:0": [[1, 0.9], [3, 0.7]], "worker:0": [[1, 1]] });
+    expect(applyHistory(h, { "chief:0": { from: "x", points: [] } })).toBe(false);
   });
 });

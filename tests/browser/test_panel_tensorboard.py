@@ -54,11 +54,13 @@ NAME = "tensorboard-lab.ipynb"
 PROBE = """import json
 from tfyarn_jupyter.widget import RunPanel
 
-probe = {"bytes": [], "t": {}}
+probe = {"bytes": [], "history": [], "t": {}}
 _send = RunPanel._send
 
 
 def _measured(self, msg, buffers=None):
+    if msg.get("method") == "custom" and msg["content"].get("type") == "history":
+        probe["history"].append(len(json.dumps(msg)))
     if msg.get("method") == "update":
         probe["bytes"].append(len(json.dumps(msg)))
         p = (msg["state"].get("progress") or {}).get("chief:0") or {}
@@ -173,6 +175,8 @@ def print_figures(page: Any, cell: Any, lab_probe: dict) -> None:
           f"{percentiles(delays)}")  # fmt: skip
     sizes = [float(b) for b in lab_probe["bytes"]]
     print(f"bytes per update (2 tasks, real run): {percentiles(sizes)}; total {sum(sizes):.0f}")
+    history = [float(b) for b in lab_probe["history"]]
+    print(f"bytes per loss-history message: {percentiles(history)}; total {sum(history):.0f}")
 
 
 def test_tensorboard_link_opens_the_runs_scalars_through_the_rm_proxy(
@@ -213,7 +217,8 @@ def test_tensorboard_link_opens_the_runs_scalars_through_the_rm_proxy(
 
 
 def synthetic_update_bytes(n: int, updates: int = 30) -> list[int]:
-    """The update messages a panel sends for a synthetic ``n``-task run (no kernel)."""
+    """The bytes a panel sends per update of a synthetic ``n``-task run (no kernel): the
+    state update and the loss-history message together."""
     sizes: list[int] = []
 
     class Probe:
@@ -224,11 +229,14 @@ def synthetic_update_bytes(n: int, updates: int = 30) -> list[int]:
         last_status = None
 
     panel = RunPanel(Probe(), start=False)  # type: ignore[arg-type]
-    panel._send = lambda msg, buffers=None: sizes.append(len(json.dumps(msg)))
+    sent: list[int] = []
+    panel._send = lambda msg, buffers=None: sent.append(len(json.dumps(msg)))
     for u in range(updates):
         d = status(n, u)
         d.update(pending=[], failure=None, summary=None)
         panel.update(RunStatus.from_dict(d))
+        sizes.append(sum(sent))  # the state update and its loss-history message
+        sent.clear()
     panel.close()
     return sizes[5:]
 

@@ -123,12 +123,34 @@ def test_progress_capacity_and_tensorboard_url_reach_the_front_end(panel):
     panel.run.tensorboard_url = "http://rm:8088/proxy/application_1_0001/"
     panel.update(st)
     assert panel.progress["chief:0"]["step"] == 120
-    assert panel.progress["chief:0"]["history"] == [[100, 0.5], [120, 0.4]]
+    assert "history" not in panel.progress["chief:0"]  # sent apart: see the test below
+    assert panel.sent == [{"type": "history", "tasks": {
+        "chief:0": {"from": 0, "points": [[100, 0.5], [120, 0.4]]}}}]  # fmt: skip
     assert panel.capacity is None
     assert panel.tensorboard_url == "http://rm:8088/proxy/application_1_0001/"
     synced = panel.get_state()
     assert {"progress", "capacity", "tensorboard_url"} <= set(synced)
     assert synced["progress"]["chief:0"]["rss_bytes"] == 900 << 20
+
+
+def test_loss_histories_go_as_deltas_and_whole_to_a_view_that_asks(panel):
+    def with_history(points):
+        st = running()
+        st.progress = {"chief:0": {"step": points[-1][0], "loss": points[-1][1],
+                                   "history": points}}  # fmt: skip
+        return st
+
+    panel.update(with_history([[1, 0.9], [2, 0.8]]))
+    panel.update(with_history([[1, 0.9], [2, 0.8]]))  # nothing new: no message
+    panel.update(with_history([[1, 0.9], [2, 0.8], [3, 0.7]]))
+    assert [m["tasks"]["chief:0"] for m in panel.sent] == [
+        {"from": 0, "points": [[1, 0.9], [2, 0.8]]},
+        {"from": 2, "points": [[3, 0.7]]},
+    ]
+    from_front_end(panel, {"type": "history-sync"})
+    assert panel.sent[-1] == {"type": "history", "tasks": {
+        "chief:0": {"from": 0, "points": [[1, 0.9], [2, 0.8], [3, 0.7]]}}}  # fmt: skip
+    assert panel.error == ""
 
 
 def test_the_status_own_capacity_and_tensorboard_url_win(panel, monkeypatch):
