@@ -87,6 +87,12 @@ def acls_for(user: str, acls: skein.ACLs | Mapping[str, Sequence[str]]) -> skein
     )
 
 
+def node_cache_script() -> str:
+    """``node_cache.sh``: the shell function naming a node's cache folders, which both
+    ``service.sh`` and a layered launch's ``assemble.sh`` call."""
+    return package_files("tfyarn_jupyter").joinpath("node_cache.sh").read_text()
+
+
 def service_script(
     interpreter: str,
     pythonpath: Sequence[str],
@@ -97,11 +103,12 @@ def service_script(
     """The container's script: ``service.sh`` after the lines that give it its inputs
     (and, for a layered environment, ``prelude``: the assembly of its layers)."""
     body = package_files("tfyarn_jupyter").joinpath("service.sh").read_text()
+    node_cache = node_cache_script()
     hook = f"tfyarn_pre_script_hook() {{\n{pre_script_hook}\n}}\n" if pre_script_hook else ""
     return (
         f"TFYARN_BASE_PYTHON={shlex.quote(interpreter)}\n"
         f"TFYARN_PYTHONPATH={shlex.quote(':'.join(pythonpath))}\n"
-        f"TFYARN_TASK_MODULE={shlex.quote(task_module)}\n{hook}{prelude}{body}"
+        f"TFYARN_TASK_MODULE={shlex.quote(task_module)}\n{hook}{node_cache}{prelude}{body}"
     )
 
 

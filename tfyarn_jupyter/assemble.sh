@@ -8,7 +8,7 @@
 #   ./I-<key>.tar       the shipped interpreter's prefix, when there is one
 #   TFYARN_ENV_KEY      the environment's key (the digest of its layers' keys)
 #   TFYARN_CLIENT_BASE  the client's base prefix, which bin/python links to
-#   TFYARN_ENV_CACHE    where a node keeps layers and environments (default: per user in TMPDIR)
+#   TFYARN_ENV_CACHE    where a node keeps layers and environments (default: node_cache.sh's)
 #   TFYARN_ENV_KEEP     how many environments a node keeps (default 3)
 # Output: ./env (a link to the assembled environment); TFYARN_BASE_PYTHON and
 # LD_LIBRARY_PATH set to the shipped interpreter when there is one.
@@ -88,7 +88,8 @@ tfyarn_evict() {
 }
 
 tfyarn_assemble() {
-  local root="${TFYARN_ENV_CACHE:-${TMPDIR:-/tmp}/tfyarn-layers-$(id -u)}" env f interp=""
+  local root env f interp=""
+  root="$(tfyarn_node_cache layers)"
   env="$root/envs/$TFYARN_ENV_KEY"
   mkdir -p "$root/layers" "$root/envs" && chmod 700 "$root" || return 1
   for f in ./I-*.tar ./L-*.tar; do

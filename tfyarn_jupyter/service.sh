@@ -8,7 +8,7 @@
 # and, where the user gave a pre_script_hook, a function tfyarn_pre_script_hook.
 # and from the container's environment (tfyarn_jupyter/contract.py):
 #   TFYARN_ENV_KEY      the environment's key, when ./env.tar is shipped
-#   TFYARN_ENV_CACHE    where a node keeps unpacked environments (default: per user in TMPDIR)
+#   TFYARN_ENV_CACHE    where a node keeps unpacked environments (default: node_cache.sh's)
 #   TFYARN_ENV_KEEP     how many of them a node keeps (default 3)
 #
 # ./env.tar is unpacked once per node and environment key, and linked as ./env.
@@ -29,7 +29,8 @@ if [ ! -x "$TFYARN_BASE_PYTHON" ]; then
 fi
 
 unpack_env() {
-  local root="${TFYARN_ENV_CACHE:-${TMPDIR:-/tmp}/tfyarn-envs-$(id -u)}"
+  local root
+  root="$(tfyarn_node_cache envs)"
   local dest="$root/$TFYARN_ENV_KEY"
   mkdir -p "$root" 2>/dev/null && chmod 700 "$root" 2>/dev/null
   if [ -O "$root" ] && [ ! -f "$dest/.tfyarn-unpacked" ]; then

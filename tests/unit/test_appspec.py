@@ -182,3 +182,35 @@ def test_file_sources_keep_uris_and_make_local_paths_absolute(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     assert appspec.file_source("hdfs://nn/x.tar") == "hdfs://nn/x.tar"
     assert appspec.file_source("env.tar") == str(tmp_path / "env.tar")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"LOCAL_DIRS": "/d1/nm/usercache/alice/appcache/application_1_0001,/d2/nm/x"},
+         "/d1/nm/usercache/alice/tfyarn-envs"),
+        ({"LOCAL_DIRS": "/d1/nm/usercache/alice/appcache/application_1_0001",
+          "TFYARN_ENV_CACHE": "/cache/here"}, "/cache/here"),
+        ({"TMPDIR": "/scratch"}, f"/scratch/tfyarn-envs-{os.getuid()}"),
+        ({"LOCAL_DIRS": "/odd/layout"}, f"/tmp/tfyarn-envs-{os.getuid()}"),
+    ],
+)  # fmt: skip
+def test_a_nodes_cache_lives_beside_yarns_user_cache_not_in_tmp(env, expected):
+    code = appspec.node_cache_script() + "tfyarn_node_cache envs"
+    full = {"PATH": os.environ["PATH"], **env}
+    proc = subprocess.run(["bash", "-c", code], env=full, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+
+
+def test_the_script_keeps_its_env_under_the_nodemanagers_user_cache(container, tmp_path):
+    folder, run = container
+    user_cache = tmp_path / "nm-local" / "usercache" / "alice"
+    app_dir = user_cache / "appcache" / "application_1_0001"
+    app_dir.mkdir(parents=True)
+    proc, calls = run(LOCAL_DIRS=str(app_dir), **{contract.NODE_ENV_CACHE_VAR: ""})
+    assert proc.returncode == 0, proc.stderr
+    assert len(calls) == 1
+    cached = user_cache / "tfyarn-envs" / "key1"
+    assert (folder / "env").resolve() == cached.resolve()
+    assert (user_cache / "tfyarn-envs").stat().st_mode & 0o777 == 0o700

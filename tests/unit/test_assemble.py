@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn_jupyter import layer_cache
+from tfyarn_jupyter import appspec, layer_cache
 from tfyarn_jupyter.layers import Plan
 
 CLIENT_BASE = "/opt/client-python"
@@ -51,7 +51,7 @@ def script_for(tmp_path: Path) -> Path:
     plan = Plan(tmp_path, ())
     report = layer_cache.LayersReport("k", plan, None, CLIENT_BASE)
     script = tmp_path / "assemble.sh"
-    script.write_text(layer_cache.assembly_script(report))
+    script.write_text(appspec.node_cache_script() + layer_cache.assembly_script(report))
     return script
 
 
