@@ -79,9 +79,12 @@ def _neighbours(fn: types.FunctionType, names: set[str]) -> Iterator[Any]:
             yield from (getattr(value, n) for n in names if hasattr(value, n))
 
 
-def program_kind(fn: Callable[..., Any], limit: int = 500) -> str:
-    """``"estimator"``, ``"keras"`` or ``"unknown"``, from the code ``fn`` can reach."""
-    found: set[str] = set()
+def _reachable(
+    fn: Callable[..., Any], limit: int, expand: Callable[[Any], bool] = lambda obj: True
+) -> Iterator[Any]:
+    """Each object the code of ``fn`` reaches, once, up to ``limit`` of them: the function,
+    then the names its code uses (globals, closure cells, module attributes), following
+    user functions (and methods' functions) whose object ``expand`` accepts."""
     seen: set[int] = set()
     stack: list[Any] = [fn]
     while stack and len(seen) < limit:
@@ -89,14 +92,34 @@ def program_kind(fn: Callable[..., Any], limit: int = 500) -> str:
         if id(obj) in seen:
             continue
         seen.add(id(obj))
-        if isinstance(obj, type) and obj.__name__ in _RESULT_NAMES:
-            if obj.__module__.split(".")[0] in ("tfyarn_jupyter", "tf_yarn"):
-                found.add(_RESULT_NAMES[obj.__name__])
+        yield obj
+        if not expand(obj):
             continue
         if isinstance(obj, types.MethodType):
             obj = obj.__func__
         if isinstance(obj, types.FunctionType) and (obj is fn or _is_user_code(obj)):
             stack.extend(_neighbours(obj, _names(obj)))
+
+
+def _result_kind(obj: Any) -> str | None:
+    """The program kind a class stands for (tfyarn's or tf-yarn's Experiment classes)."""
+    ours = ("tfyarn_jupyter", "tf_yarn")
+    if _is_result_name(obj) and obj.__module__.split(".")[0] in ours:
+        return _RESULT_NAMES[obj.__name__]
+    return None
+
+
+def _is_result_name(obj: Any) -> bool:
+    return isinstance(obj, type) and obj.__name__ in _RESULT_NAMES
+
+
+def program_kind(fn: Callable[..., Any], limit: int = 500) -> str:
+    """``"estimator"``, ``"keras"`` or ``"unknown"``, from the code ``fn`` can reach."""
+    found = {
+        kind
+        for obj in _reachable(fn, limit, expand=lambda obj: not _is_result_name(obj))
+        if (kind := _result_kind(obj)) is not None
+    }
     if len(found) == 1:
         return found.pop()
     return UNKNOWN
@@ -149,23 +172,15 @@ def referenced_modules(fn: Callable[..., Any], limit: int = 500) -> set[str]:
     and so does each ``import`` statement in that code.
     """
     found: set[str] = set()
-    seen: set[int] = set()
-    stack: list[Any] = [fn]
-    while stack and len(seen) < limit:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
+    for obj in _reachable(fn, limit):
         module = (
             obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
         )
         if isinstance(module, str) and module and module != "__main__":
             found.add(module.split(".")[0])
-        if isinstance(obj, types.MethodType):
-            obj = obj.__func__
-        if isinstance(obj, types.FunctionType) and (obj is fn or _is_user_code(obj)):
-            found.update(_imported(obj.__code__))
-            stack.extend(_neighbours(obj, _names(obj)))
+        target = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        if isinstance(target, types.FunctionType) and (target is fn or _is_user_code(target)):
+            found.update(_imported(target.__code__))
     return found
 
 

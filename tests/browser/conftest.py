@@ -75,6 +75,17 @@ class Lab:
     root: Path
     log: Path
 
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        """A notebook of code ``cells`` on the venv's ``python3`` kernel, in the served root."""
+        import nbformat
+
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}  # fmt: skip
+        nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+        nbformat.write(nb, self.root / name)
+        return name
+
     def api(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         return requests.request(
             method,

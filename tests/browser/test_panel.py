@@ -218,22 +218,11 @@ KILL_LAUNCH = (
 
 
 def write_kill_notebook(lab: Lab) -> str:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext tfyarn_jupyter"),
-        nbformat.v4.new_code_cell(
-            "import tempfile\n\nimport cancer\n\n"
-            'kill_dir = tempfile.mkdtemp(prefix="browser-kill-")'
-        ),
-        nbformat.v4.new_code_cell(KILL_LAUNCH),
-    ]
-    nbformat.write(nb, lab.root / KILL_NOTEBOOK)
-    return KILL_NOTEBOOK
+    return lab.write_notebook(KILL_NOTEBOOK, [
+        "%load_ext tfyarn_jupyter",
+        'import tempfile\n\nimport cancer\n\nkill_dir = tempfile.mkdtemp(prefix="browser-kill-")',
+        KILL_LAUNCH,
+    ])  # fmt: skip
 
 
 def test_panel_kills_one_worker_then_cancels_the_application_after_confirmation(

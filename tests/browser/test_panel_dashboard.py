@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from .test_panel import FINAL_STATES, Lab, panel_of, run_cell
@@ -54,22 +53,11 @@ DASH_JS = """(el) => ({
 
 
 def write_notebook(lab: Lab, front_end: str) -> str:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext tfyarn_jupyter"),
-        nbformat.v4.new_code_cell(
-            'import tempfile\n\nimport cancer\n\ndash_dir = tempfile.mkdtemp(prefix="dash-")'
-        ),
-        nbformat.v4.new_code_cell(LAUNCH.format(fe=front_end, steps=MAX_STEPS, delay=STEP_DELAY_S)),
-    ]
-    name = f"dashboard-{front_end}.ipynb"
-    nbformat.write(nb, lab.root / name)
-    return name
+    return lab.write_notebook(f"dashboard-{front_end}.ipynb", [
+        "%load_ext tfyarn_jupyter",
+        'import tempfile\n\nimport cancer\n\ndash_dir = tempfile.mkdtemp(prefix="dash-")',
+        LAUNCH.format(fe=front_end, steps=MAX_STEPS, delay=STEP_DELAY_S),
+    ])  # fmt: skip
 
 
 def open_in(page: Any, lab: Lab, name: str, front_end: str) -> None:

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from tfyarn_jupyter.state import RunStatus
@@ -86,27 +85,16 @@ OBSERVE_JS = """(el) => {
 
 
 def write_notebook(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext tfyarn_jupyter"),
-        nbformat.v4.new_code_cell(PROBE),
-        nbformat.v4.new_code_cell(
-            'import tempfile\n\nimport cancer\n\ntb_dir = tempfile.mkdtemp(prefix="tb-")'
-        ),
-        nbformat.v4.new_code_cell(
-            "%%tfyarn --chief 1G/1 --tensorboard --name tensorboard-lab --var tb\n"
-            "def experiment_fn():\n"
-            f"    return cancer.experiment(tb_dir, max_steps={MAX_STEPS}, "
-            "save_checkpoints_steps=2000)"
-        ),
-        nbformat.v4.new_code_cell("print(json.dumps(probe))"),
-    ]
-    nbformat.write(nb, lab.root / NAME)
+    lab.write_notebook(NAME, [
+        "%load_ext tfyarn_jupyter",
+        PROBE,
+        'import tempfile\n\nimport cancer\n\ntb_dir = tempfile.mkdtemp(prefix="tb-")',
+        "%%tfyarn --chief 1G/1 --tensorboard --name tensorboard-lab --var tb\n"
+        "def experiment_fn():\n"
+        f"    return cancer.experiment(tb_dir, max_steps={MAX_STEPS}, "
+        "save_checkpoints_steps=2000)",
+        "print(json.dumps(probe))",
+    ])  # fmt: skip
 
 
 def open_notebook(page: Any, lab: Lab) -> None:
