@@ -152,6 +152,37 @@ def test_quickstart_runs_as_alice_with_checkpoints_on_hdfs_and_her_files_stay_he
         assert "Permission denied: user=mallory" in peek.stderr, peek.stderr[-800:]
 
 
+def test_a_layered_environment_runs_as_alice_and_its_layers_stay_hers(
+    secure_box, tmp_path, alice_apps
+):
+    name = unique("tfyarn-test-secure-layers")
+    alice_apps.append(name)
+    out = client(
+        secure_box, "alice",
+        f"""
+        model_dir = filesystem.qualify("/user/alice/{name}/model")
+        def experiment_fn():
+            return cancer.experiment(model_dir, max_steps=100)
+        run = tfyarn_jupyter.submit(experiment_fn, SMALL, files=FILES, name={name!r},
+                                    layers=True)
+        result = run.wait(timeout=600)
+        env = run.env_report
+        report({{"final": result.final_status, "layers": len(env.layers),
+                "uploaded": len(env.uploaded), "mb": env.bytes_uploaded / 1e6,
+                "uris": sorted(uri for uri, _ in env.uris.values()),
+                "checkpoint": filesystem.exists(model_dir + "/checkpoint")}})
+        """,
+        tmp_path,
+    )  # fmt: skip
+    print(f"\nlayered as alice: {out['layers']} layers, {out['uploaded']} uploaded "
+          f"({out['mb']:.0f} MB), final {out['final']}")  # fmt: skip
+    assert out["final"] == "SUCCEEDED" and out["checkpoint"] is True, out
+    assert out["layers"] > 10 and out["uris"], out
+    assert all("/user/alice/.tfyarn/layers/" in uri for uri in out["uris"]), out["uris"]
+    peek = hdfs_cmd(secure_box, "mallory", "-cat", out["uris"][0])
+    assert peek.returncode != 0 and "Permission denied: user=mallory" in peek.stderr, peek.stderr
+
+
 # -- the magic in real kernels ----------------------------------------------------------------
 class UserKernel(Kernel):
     """A venv python3 kernel whose whole environment is ``user``'s on ``box``."""
