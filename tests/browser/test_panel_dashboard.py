@@ -25,8 +25,8 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 CELLS = ".jp-NotebookPanel .jp-Notebook .jp-Cell"
 OPEN_TIMEOUT_S = 180
 RUN_TIMEOUT_S = 600
-MAX_STEPS = 3000
-#: A pause after each step: training lasts at least MAX_STEPS x this (30 s) however fast the
+MAX_STEPS = 2000
+#: A pause after each step: training lasts at least MAX_STEPS x this (20 s) however fast the
 #: machine, so a loaded browser still sees several progress reports while it is RUNNING.
 STEP_DELAY_S = 0.01
 LAUNCH = (

@@ -30,7 +30,7 @@ from .helpers import unique
 pytestmark = pytest.mark.sandbox
 
 RUN_TIMEOUT_S = 900
-MAX_STEPS = 6000
+MAX_STEPS = 3000
 
 
 def test_a_topology_the_queue_can_never_hold_is_refused_before_upload_or_submission(
@@ -98,7 +98,8 @@ def test_progress_resources_and_durations_of_every_task(sandbox, cancer, launch,
     assert any(p["steps_per_s"] > 0 for p in training)
     assert len(training[-1]["history"]) > len(training[0]["history"]) >= 1
     steps = [s for s, _ in training[-1]["history"]]
-    assert steps == sorted(steps) and steps[-1] <= MAX_STEPS + 1
+    # each trainer may take one step past max_steps before it sees the shared global step
+    assert steps == sorted(steps) and steps[-1] <= MAX_STEPS + len(seen), steps[-5:]
     assert all(p["rss_bytes"] > 50 << 20 for p in training)  # a TensorFlow process
     assert training[-1]["memory_limit_bytes"] == 1024 << 20  # YARN's limit for a 1G task
     assert any(isinstance(p["cpu_percent"], float) and p["cpu_percent"] > 0 for p in training)
