@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
 #: Schemes TensorFlow's wheels cannot open: synced through hdfs_native.
 REMOTE_SCHEMES = ("hdfs", "viewfs")
 #: The index file naming the latest checkpoint (TensorFlow's name and text format).
@@ -97,6 +99,19 @@ class Index:
         lines = [f"{_LATEST}: {json.dumps(self.latest)}"]
         lines += [f"{_ALL}: {json.dumps(p)}" for p in self.paths]
         return "\n".join(lines) + "\n"
+
+
+#: How often one file's upload is tried when HDFS fails it transiently.
+STAGE_ATTEMPTS = 4
+
+
+def _transient(exc: BaseException) -> bool:
+    """An HDFS failure that another try may not meet: the NameNode not yet told of the
+    last block when the file closes (a DataNode slow to report, as on a loaded node), or
+    a dropped connection. Refusals (permissions, a missing folder) are not."""
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return isinstance(exc, RuntimeError) and "Failed to complete file in time" in str(exc)
 
 
 class ModelDir:
@@ -174,8 +189,15 @@ class ModelDir:
             return Index.parse(r.read().decode("utf-8", "replace"))
         return None
 
+    @retry(
+        retry=retry_if_exception(_transient),
+        stop=stop_after_attempt(STAGE_ATTEMPTS),
+        wait=wait_exponential(multiplier=0.5, max=8),
+        reraise=True,
+    )
     def _stage(self, rel: str, data: bytes | None) -> tuple[str, str]:
-        """Upload local ``rel`` (or ``data``) to a temporary name beside its destination."""
+        """Upload local ``rel`` (or ``data``) to a temporary name beside its destination;
+        a transient failure (:func:`_transient`) is tried again under a new name."""
         dst = self._remote(rel)
         tmp = posixpath.join(posixpath.dirname(dst), _tmp("." + posixpath.basename(dst)))
         src = os.path.join(self.local, rel)

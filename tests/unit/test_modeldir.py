@@ -232,6 +232,49 @@ def test_pushing_again_sends_only_what_changed(chief, fs):
     assert chief.push_checkpoint() is None and not [op for op, _ in fs.ops if op == "create"]
 
 
+def test_a_file_hdfs_could_not_complete_in_time_is_uploaded_again_and_nothing_is_lost(
+    tmp_path, chief, fs, monkeypatch
+):
+    from tfyarn_jupyter import modeldir as md
+
+    monkeypatch.setattr(md.ModelDir._stage.retry, "sleep", lambda s: None)  # type: ignore[attr-defined]
+    save(chief.local, 100)
+    failed: list[str] = []
+
+    def slow_namenode(op: str, path: str) -> bool:
+        if op == "write" and "ckpt-100.meta" in path and len(failed) < 2:
+            failed.append(path)  # as hdfs-native reports a last block not yet acknowledged
+            raise RuntimeError('OperationFailed("Failed to complete file in time")')
+        return False
+
+    fs.fail = slow_namenode
+    assert chief.push_checkpoint() == os.path.join(chief.local, "model.ckpt-100")
+    assert len(failed) == 2 and len(set(failed)) == 2  # each try under a new temporary name
+    assert fs.index().latest == "model.ckpt-100"
+    assert not [n for n in fs.under() if TMP_MARK in n]
+    for n in ckpt_files(100):
+        assert fs.under()[n] == Path(chief.local, n).read_bytes()
+
+
+def test_a_refusal_is_not_tried_again(chief, fs, monkeypatch):
+    from tfyarn_jupyter import modeldir as md
+
+    monkeypatch.setattr(md.ModelDir._stage.retry, "sleep", lambda s: None)  # type: ignore[attr-defined]
+    save(chief.local, 100)
+    tries: list[str] = []
+
+    def refuse(op: str, path: str) -> bool:
+        if op == "create" and "ckpt-100.meta" in path:
+            tries.append(path)
+            return True
+        return False
+
+    fs.fail = refuse
+    with pytest.raises(OSError, match="injected"):
+        chief.push_checkpoint()
+    assert len(tries) == 1, tries
+
+
 @pytest.mark.parametrize(
     "op, name",
     [("write", "model.ckpt-200.meta"), ("rename", "model.ckpt-200.index"),
