@@ -152,9 +152,10 @@ def yarn_site(layout: Layout) -> dict[str, str]:
         "yarn.application.classpath": f"$HADOOP_CONF_DIR,{layout.lib}/*",
         # Both NodeManagers share this host's disk, and a TensorFlow venv is ~2 GiB:
         # each keeps about three environment archives (unused ones beyond that go
-        # at the next cleanup), not YARN's default 10 GiB, so benches fit the disk.
+        # at the next cleanup, each minute rather than YARN's ten: a test suite
+        # ships several environments in ten minutes), not YARN's default 10 GiB.
         "yarn.nodemanager.localizer.cache.target-size-mb": "6144",
-        "yarn.nodemanager.localizer.cache.cleanup.interval-ms": "600000",
+        "yarn.nodemanager.localizer.cache.cleanup.interval-ms": "60000",
         "yarn.timeline-service.enabled": "false",
     }
 

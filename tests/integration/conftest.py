@@ -19,6 +19,8 @@ from tfyarn_jupyter import sandbox_hosts
 from tfyarn_jupyter.sandbox import Sandbox
 from tfyarn_jupyter.sandbox_shape import Shape
 
+from .helpers import discard_cluster_data
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 #: Every YARN application state, for "did anything get submitted?" checks.
@@ -147,6 +149,7 @@ def secure_box(tmp_path_factory) -> Iterator[Sandbox]:
         if not reused:
             state = box._state() or {}
             box.stop()
+            discard_cluster_data(box)
             _assert_all_gone(box, state)
 
 

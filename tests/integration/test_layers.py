@@ -24,7 +24,7 @@ from tfyarn_jupyter.sandbox import Sandbox
 from tfyarn_jupyter.sandbox_shape import Shape
 
 from .conftest import NOTEBOOKS
-from .helpers import unique
+from .helpers import discard_cluster_data, unique
 
 pytestmark = pytest.mark.sandbox
 
@@ -51,6 +51,7 @@ def nwp_box(tmp_path_factory) -> Iterator[Sandbox]:
     finally:
         if not reused:
             box.stop()
+            discard_cluster_data(box)
 
 
 def launch(box: Sandbox, python: Path, tmp: Path, user: str | None = None, **args) -> dict:
@@ -92,10 +93,19 @@ def test_quickstart_succeeds_with_a_shipped_interpreter(nwp_box: Sandbox, tmp_pa
     assert (tmp_path / "model" / "checkpoint").exists()
 
 
-def copy_venv(dest: Path) -> Path:
-    """A copy of this venv (hard links: seconds, no disk) that pip may change."""
+@pytest.fixture
+def venv_copy(tmp_path: Path) -> Iterator[Path]:
+    """The python of a copy of this venv (hard links: seconds, no disk) that pip may change.
+
+    Removed when the test ends: unlinking the copy changes the originals' ctime, and a
+    ``tar`` of this venv running then (a later launch) would stop on "file changed as we
+    read it"."""
+    dest = tmp_path / "venv"
     subprocess.run(["cp", "-al", sys.prefix, str(dest)], check=True)
-    return dest / "bin" / "python"
+    try:
+        yield dest / "bin" / "python"
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
 
 
 def pip(python: Path, *args: str) -> None:
@@ -105,10 +115,10 @@ def pip(python: Path, *args: str) -> None:
 
 
 def test_one_package_changed_moves_only_its_layer(
-    nwp_box: Sandbox, tmp_path: Path, build_wheel
+    nwp_box: Sandbox, tmp_path: Path, build_wheel, venv_copy: Path
 ) -> None:
     wheel = build_wheel("tfyarn-layer-probe", "layer_probe", "VALUE = 42\n")
-    python = copy_venv(tmp_path / "venv")
+    python = venv_copy
     out_file = tmp_path / "probe.json"
     args = {"kind": "import", "module": "layer_probe", "out": str(out_file)}
 
@@ -171,7 +181,7 @@ def test_two_users_share_the_public_layers(nwp_box: Sandbox, tmp_path: Path) -> 
     assert json.loads((tmp_path / "b.json").read_text())["module"].endswith("__init__.py")
 
 
-def test_the_magic_reports_the_layers_and_launches_with_them_from_a_kernel(
+def test_the_magic_reports_the_layers_and_launches_with_them_by_default_from_a_kernel(
     nwp_box: Sandbox, tmp_path: Path
 ) -> None:
     from nbformat.v4 import new_code_cell, new_notebook
@@ -187,7 +197,7 @@ def test_the_magic_reports_the_layers_and_launches_with_them_from_a_kernel(
         new_code_cell("%tfyarn env"),
         new_code_cell(f"import cancer\nmodel_dir = {str(tmp_path / 'model')!r}"),
         new_code_cell(
-            f"%%tfyarn --layers --chief 1G/1 --wait --var run --name {name}\n"
+            f"%%tfyarn --chief 1G/1 --wait --var run --name {name}\n"
             "def experiment_fn():\n"
             "    return cancer.experiment(model_dir, max_steps=100)"
         ),
