@@ -49,12 +49,12 @@ SERVICE_PORTS = {
 #: ``@KerberosInfo``), so on one machine the ResourceManager sees every NodeManager
 #: come from its own address and cannot check a per-host ``nm/_HOST`` principal.
 HEADLESS = ("nm",)
-#: Delegation tokens (HDFS's and the ResourceManager's) expire unless renewed every three
+#: Delegation tokens (HDFS's and the ResourceManager's) expire unless renewed every two
 #: minutes (the ResourceManager renews those of running applications) and die after a
 #: quarter of an hour whatever happens, so a test sees both. The ResourceManager has no
 #: proxy-user privileges: with them it would swap an application's HDFS tokens for new
 #: ones that only the NodeManagers get, and the containers' own would lapse.
-TOKEN_RENEW_MS = 3 * 60 * 1000
+TOKEN_RENEW_MS = 2 * 60 * 1000
 TOKEN_MAX_LIFETIME_MS = 15 * 60 * 1000
 #: The Debian package of each command a Kerberized sandbox needs (curl: SPNEGO probes).
 COMMANDS = {

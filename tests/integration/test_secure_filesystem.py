@@ -2,7 +2,7 @@
 
 ``--kerberos --ha --viewfs --hosts``: ``fs.defaultFS=viewfs://tfyarn/`` with a mount
 table and no fallback link, two NameNodes behind ``tfyarn-ns``, Kerberos tickets for
-``alice`` and ``mallory``, delegation tokens that must be renewed every 3 minutes (at
+``alice`` and ``mallory``, delegation tokens that must be renewed every 2 minutes (at
 most 15). The client acts as a user by its environment (``KRB5CCNAME``), set here in
 ``os.environ`` for the test's duration; tasks have no ticket, only the tokens skein
 asked for (:func:`filesystem.token_targets`). Select with ``-m secure``.
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import skein
 
-from tfyarn_jupyter import filesystem, sandbox_ha
+from tfyarn_jupyter import filesystem, sandbox_ha, sandbox_kerberos
 from tfyarn_jupyter.sandbox import Sandbox
 
 pytestmark = pytest.mark.secure
@@ -223,9 +223,10 @@ def test_a_task_without_a_ticket_writes_through_viewfs_and_the_nameservice(
 
 
 def test_tokens_are_renewed_for_a_task_longer_than_their_renew_interval(alice, alice_dir, tmp_path):
-    """The sandbox's tokens expire 3 minutes after their last renewal: writes 3.5 minutes
+    """The sandbox's tokens expire 2 minutes after their last renewal: writes 2.5 minutes
     after submission, each on a new connection, succeed only if the ResourceManager renews."""
-    got = run_task(alice, tmp_path, alice_dir, duration=212, every=20)
+    renew_s = sandbox_kerberos.TOKEN_RENEW_MS / 1000
+    got = run_task(alice, tmp_path, alice_dir, duration=renew_s + 30, every=15)
     report = got["report"]
     assert (str(report.state), str(report.final_status)) == ("FINISHED", "SUCCEEDED"), (
         report.diagnostics
@@ -235,5 +236,5 @@ def test_tokens_are_renewed_for_a_task_longer_than_their_renew_interval(alice, a
     )
     written_at = float(filesystem.read_bytes(f"{alice_dir}/{last}"))
     print(f"last write {written_at - got['submitted']:.0f}s after submission ({last})")
-    assert written_at - got["submitted"] > 210
+    assert written_at - got["submitted"] > renew_s + 10
     assert f"ns-{last.split('-')[1]}" in got["files"]
