@@ -22,7 +22,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import HTML, display
 
 from .cell import MISSING, cell_function, existing_function, is_empty, python_of
-from .magic_args import LaunchArgs, _launch_parser, parse_launch
+from .magic_args import LaunchArgs, launch_help, parse_launch
 from .spec import SpecError
 
 
@@ -61,7 +61,7 @@ class TfyarnMagics(Magics):
     @cell_magic("tfyarn")  # type: ignore[arg-type]
     def tfyarn_cell(self, line: str, cell: str) -> Any:
         if "--help" in shlex.split(line) or "-h" in shlex.split(line):
-            print(_launch_parser.parser.format_help())
+            print(launch_help())
             return None
         args = parse_launch(line)
         ns = self.shell.user_ns

@@ -83,13 +83,14 @@ def _args_decorators(func: Any) -> Any:
                  help="run the cell's function itself in every task (with TF_CONFIG, RANK, "
                       "WORLD_SIZE, MASTER_ADDR set) instead of the Experiment it returns"),
         argument("--layers", action=argparse.BooleanOptionalAction, default=None,
-                 help="ship the environment as content-addressed layers, so a launch after "
-                      "installing one package moves only that package (see %%tfyarn env)"),
+                 help="ship the environment as content-addressed layers (the default), so a "
+                      "launch after installing one package moves only that package (see "
+                      "%%tfyarn env); --no-layers ships one tar of the whole venv"),
         argument("--exclude-package", action="append", default=None, metavar="DIST",
-                 help="with --layers: a distribution left out of what is shipped (repeatable; "
+                 help="a distribution left out of what is shipped (repeatable; "
                       "replaces the default list of notebook-only packages)"),
         argument("--shared-layer-cache", default=None, metavar="HDFS_DIR",
-                 help="with --layers: the cluster's world-readable folder for layers shared "
+                 help="the cluster's world-readable folder for layers shared "
                       "between users"),
         argument("--mlflow", action="store_true",
                  help="log the run to MLflow (on by itself when MLFLOW_TRACKING_URI is set)"),
@@ -174,7 +175,7 @@ def _layer_options(args: Any) -> dict[str, Any]:
     if not layered and len(out) > ("layers" in out):
         raise UsageError(
             "%%tfyarn --exclude-package and --shared-layer-cache shape a layered environment: "
-            "add --layers"
+            "drop --no-layers"
         )
     return out
 
@@ -247,3 +248,8 @@ def _launch_parser(line: str, cell: str | None = None) -> None:
     resource, ``--chief 2G/4@gpu``, does the same). Without ``--wait`` the
     cell returns at once and the panel updates in the background.
     """
+
+
+def launch_help() -> str:
+    """The ``%%tfyarn --help`` text: every flag of the launch line."""
+    return str(_launch_parser.parser.format_help())

@@ -135,7 +135,7 @@ class LaunchOptions:
     principal: str | None = None
     keytab: str | None = None
     #: Ship the venv as content-addressed layers (:mod:`.layer_cache`) instead of one tar.
-    layers: bool = False  # LAYERED-DEFAULT: the default path of issue 14
+    layers: bool = True
     #: Ship the venv's base interpreter as a layer: "auto" (a self-contained one), True, False.
     ship_interpreter: bool | str = "auto"
     #: Distributions left out of the layers; None: :data:`.layers.DEFAULT_EXCLUDE`.

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tfyarn_jupyter import RunFailed, SpecError, TaskSpec, packing, submit
+from tfyarn_jupyter import RunFailed, SpecError, TaskSpec, layer_cache, packing, submit
 from tfyarn_jupyter.widget import status_html
 
 from .helpers import unique
@@ -36,9 +36,9 @@ MAX_STEPS = 3000
 def test_a_topology_the_queue_can_never_hold_is_refused_before_upload_or_submission(
     sandbox, app_names, monkeypatch
 ):
-    packed: list[int] = []
-    ensure_env = packing.ensure_env
-    monkeypatch.setattr(packing, "ensure_env", lambda *a, **k: packed.append(1) or ensure_env())
+    packed: list[str] = []
+    for module, fn in ((packing, "ensure_env"), (layer_cache, "launch_layers")):
+        monkeypatch.setattr(module, fn, lambda *a, _fn=fn, **k: packed.append(_fn))
     name = unique("tfyarn-test-toobig")
     specs = {"chief": TaskSpec("2G", 4), "worker": TaskSpec("2G", 4, instances=7)}
     with pytest.raises(SpecError) as exc:

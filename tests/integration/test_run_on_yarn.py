@@ -25,6 +25,7 @@ from tfyarn_jupyter import (
     SpecError,
     TaskSpec,
     filesystem,
+    layer_cache,
     packing,
     submit,
 )
@@ -112,12 +113,55 @@ def test_experiment_fn_that_does_not_load_in_a_fresh_interpreter_is_refused(
 
 
 # -- the environment cache ---------------------------------------------------------------
-def test_second_submit_with_unchanged_env_neither_packs_nor_uploads(sandbox, runs):
+def test_second_layered_submit_with_unchanged_env_uploads_no_layer(sandbox, runs):
     specs = {"chief": TaskSpec("512M", 1)}
-    first = submit(lambda: None, specs, name=unique("tfyarn-test-cache1"))
+    first = submit(lambda: None, specs, name=unique("tfyarn-test-lcache1"))
     runs.append(first)
     first.cancel()
-    second = submit(lambda: None, specs, name=unique("tfyarn-test-cache2"))
+    second = submit(lambda: None, specs, name=unique("tfyarn-test-lcache2"))
+    runs.append(second)
+    second.cancel()
+
+    report = second.env_report
+    assert isinstance(report, layer_cache.LayersReport)  # layers are the default
+    assert (report.uploaded, report.bytes_uploaded) == ([], 0)
+    assert report.key == first.env_report.key
+    assert len(report.layers) > 1
+    for name, (uri, visibility) in report.uris.items():
+        assert visibility == "private"
+        assert uri.endswith(f"/.tfyarn/layers/{name}")
+    # Planned and checked, nothing packed.
+    assert {k for k in second.phases if k.startswith("env_")} == {
+        "env_plan",
+        "env_check",
+        "env_upload",
+    }
+
+
+def test_a_deleted_layer_alone_is_uploaded_again(sandbox, skein_client, runs):
+    specs = {"chief": TaskSpec("512M", 1)}
+    first = submit(lambda: None, specs, name=unique("tfyarn-test-relayer0"))
+    runs.append(first)
+    first.cancel()
+    _wait_for_quiet_cluster(skein_client)
+    smallest = min(first.env_report.plan.layers, key=lambda layer: layer.size)
+    uri, _ = first.env_report.uris[smallest.archive_name]
+    assert filesystem.client().delete(filesystem.strip_scheme(uri)) is True
+
+    run = submit(lambda: None, specs, name=unique("tfyarn-test-relayer"))
+    runs.append(run)
+    run.cancel()
+    assert run.env_report.uploaded == [smallest.archive_name]
+    assert filesystem.client().status(filesystem.strip_scheme(uri))["permission"] == "600"
+    assert 0 < run.env_report.bytes_uploaded < run.env_report.size
+
+
+def test_second_tar_submit_with_unchanged_env_neither_packs_nor_uploads(sandbox, runs):
+    specs = {"chief": TaskSpec("512M", 1)}
+    first = submit(lambda: None, specs, name=unique("tfyarn-test-cache1"), layers=False)
+    runs.append(first)
+    first.cancel()
+    second = submit(lambda: None, specs, name=unique("tfyarn-test-cache2"), layers=False)
     runs.append(second)
     second.cancel()
 
@@ -388,12 +432,12 @@ def _wait_for_quiet_cluster(skein_client, timeout: float = 600) -> None:
         time.sleep(5)
 
 
-def test_deleted_env_archive_is_uploaded_again(sandbox, skein_client, runs):
+def test_deleted_tar_env_archive_is_uploaded_again(sandbox, skein_client, runs):
     key = packing.env_key()
     archive = filesystem.qualify(f"{filesystem.home()}/.tfyarn/envs/{key}.tar")
     specs = {"chief": TaskSpec("512M", 1)}
     if not filesystem.exists(archive):  # make sure there is one to delete
-        run = submit(lambda: None, specs, name=unique("tfyarn-test-reupload0"))
+        run = submit(lambda: None, specs, name=unique("tfyarn-test-reupload0"), layers=False)
         runs.append(run)
         run.cancel()
     _wait_for_quiet_cluster(skein_client)
@@ -401,7 +445,7 @@ def test_deleted_env_archive_is_uploaded_again(sandbox, skein_client, runs):
     assert filesystem.client().delete(filesystem.strip_scheme(archive)) is True
     assert not filesystem.exists(archive)
 
-    run = submit(lambda: None, specs, name=unique("tfyarn-test-reupload"))
+    run = submit(lambda: None, specs, name=unique("tfyarn-test-reupload"), layers=False)
     runs.append(run)
     run.cancel()
     report = run.env_report
@@ -413,7 +457,7 @@ def test_deleted_env_archive_is_uploaded_again(sandbox, skein_client, runs):
     assert after["modificationTime"] > before["modificationTime"]
     assert after["permission"] == "600"
     # And the next one finds it again.
-    again = submit(lambda: None, specs, name=unique("tfyarn-test-reupload2"))
+    again = submit(lambda: None, specs, name=unique("tfyarn-test-reupload2"), layers=False)
     runs.append(again)
     again.cancel()
     assert (again.env_report.packed, again.env_report.uploaded) == (False, False)

@@ -41,7 +41,11 @@ import json, os, sys, time
 sys.path.insert(0, {str(NOTEBOOKS)!r})
 import cancer
 import tfyarn_jupyter
-from tfyarn_jupyter import TaskSpec, filesystem, packing
+from tfyarn_jupyter import TaskSpec, filesystem, layer_cache, packing
+def smallest_layer():
+    plan = layer_cache.plan_environment(packing.venv_prefix(), None, "auto")[0]
+    name = min(plan.layers, key=lambda layer: layer.size).archive_name
+    return f"{{filesystem.home()}}/.tfyarn/layers/{{name}}"
 def report(x):
     print({MARK!r} + json.dumps(x, default=str), flush=True)
 def wait_running(run, timeout=600):
@@ -133,7 +137,7 @@ def test_quickstart_runs_as_alice_with_checkpoints_on_hdfs_and_her_files_stay_he
                 "checkpoint": filesystem.exists(model_dir + "/checkpoint"),
                 "user": filesystem.hadoop_user(),
                 "event_log": tfyarn_jupyter.result.event_log_path(result.app_id),
-                "env_cache": packing.ensure_env().archive}})
+                "env_cache": smallest_layer()}})
         """,
         tmp_path,
     )  # fmt: skip
@@ -352,7 +356,8 @@ def test_mallory_can_neither_view_nor_kill_alices_run_and_a_view_grant_lets_her_
 # -- errors before anything is uploaded or allocated -------------------------------------------
 SPY = """
 calls = []
-for _mod, _fn in ((packing, "ensure_env"), (filesystem, "upload_stream"),
+for _mod, _fn in ((packing, "ensure_env"), (layer_cache, "ensure_layers"),
+                  (filesystem, "upload_stream"),
                   (filesystem, "write_bytes")):
     def _spy(*a, _orig=getattr(_mod, _fn), _name=_fn, **k):
         calls.append(_name)

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from tfyarn_jupyter.magic import local_module_roots
-from tfyarn_jupyter.magic_args import LaunchArgs, parse_launch
-from tfyarn_jupyter.options import LaunchOptions
+from tfyarn_jupyter.magic_args import LaunchArgs, launch_help, parse_launch
 from tfyarn_jupyter.spec import TASK_TYPES, NodeLabel, parse_memory
 
 from .strategies import check_valid_spec, near_specs
@@ -298,17 +297,27 @@ def test_layers_flags_set_the_layered_environment_options():
     assert args.options.exclude_packages == ("mypy", "ruff")
     assert args.options.shared_layer_cache == "/shared/layers"
     assert parse_launch("--no-layers").options.layers is False
-    assert parse_launch("").options.layers is LaunchOptions.layers  # the default stays
+    assert parse_launch("").options.layers is True  # layers are the default
+    assert parse_launch("--exclude-package mypy").options.exclude_packages == ("mypy",)
 
 
 @pytest.mark.parametrize(
-    "line", ["--exclude-package mypy", "--no-layers --shared-layer-cache /shared/layers"]
+    "line",
+    ["--no-layers --exclude-package mypy", "--no-layers --shared-layer-cache /shared/layers"],
 )
-def test_layer_shaping_flags_without_layers_are_usage_errors(line):
-    with pytest.raises(UsageError, match="add --layers"):
+def test_layer_shaping_flags_with_no_layers_are_usage_errors(line):
+    with pytest.raises(UsageError, match="drop --no-layers"):
         parse_launch(line)
 
 
 def test_a_relative_shared_layer_cache_is_a_usage_error():
     with pytest.raises(UsageError, match="shared_layer_cache must be an absolute"):
         parse_launch("--layers --shared-layer-cache shared/layers")
+
+
+def test_the_help_lists_every_flag_of_the_launch_line():
+    text = launch_help()
+    flags = ["--chief", "--worker", "--evaluator", "--gpu", "--queue", "--pip", "--layers",
+             "--no-layers", "--exclude-package", "--shared-layer-cache", "--mlflow"]  # fmt: skip
+    for flag in flags:
+        assert flag in text, flag

@@ -30,6 +30,10 @@ def full(tmp_path) -> LaunchOptions:
         detach=True,
         source_roots={str(tmp_path): tmp_path},
         peer_timeout_s=60.0,
+        layers=False,
+        ship_interpreter=False,
+        exclude_packages=["mypy"],
+        shared_layer_cache="/apps/tfyarn/layers",
     )
 
 
@@ -41,10 +45,21 @@ def test_every_field_survives_a_round_trip_through_its_keywords(full):
         assert getattr(again, f.name) == getattr(full, f.name), f.name
 
 
+def test_the_environment_ships_as_layers_unless_told_otherwise():
+    opts = LaunchOptions()
+    assert opts.layers is True
+    assert (opts.ship_interpreter, opts.exclude_packages, opts.shared_layer_cache) == (
+        "auto",
+        None,
+        None,
+    )
+
+
 def test_values_are_normalised(full, tmp_path):
     assert full.files == {"model.py": (tmp_path / "model.py").absolute()}
     assert full.pip_packages == ("six",) and full.file_systems == ("hdfs://nn2:8020",)
     assert full.acls == {"view": ("bob",)}
+    assert full.exclude_packages == ("mypy",)
 
 
 def test_none_means_not_given_for_collections_only():
