@@ -102,6 +102,9 @@ function track(h, segments, t0, t1) {
   );
 }
 
+/** End states whose run segment has a colour of its own (widget.css). */
+const ENDED_COLOURS = ["succeeded", "failed", "killed"];
+
 /**
  * @param {import("./model.js").Ctx} ctx
  * @returns {{ el: HTMLElement, update(): void, tick(): void }}
@@ -156,13 +159,28 @@ export function createTimeline({ h, read, keep }) {
       h("span", { class: "tfy-tl-label" }),
       h("div", { class: "tfy-track" }, ...ticks(m.t0, m.t1).map((t) => h("span", { class: "tfy-tick", style: `left:${(((t.at - m.t0) / (m.t1 - m.t0)) * 100).toFixed(2)}%`, text: t.label }))),
     );
-    const legend = h(
-      "div",
-      { class: "tfy-tl-legend tfy-muted" },
-      ...["wait", "launch", "run"].map((k) => h("span", null, h("span", { class: "tfy-seg-key", "data-kind": k }), { wait: "requested → allocated", launch: "allocated → running", run: "running → ended" }[k] || "")),
-    );
     const rows = tasks.length >= GROUP_FROM ? groupRows(m) : m.bars.map((b) => barRow(b, m.t0, m.t1));
-    el.replaceChildren(h("h4", { text: "Timeline" }), h("div", { class: "tfy-timeline", "data-testid": "timeline" }, ...rows, axis), legend);
+    const timeline = h("div", { class: "tfy-timeline", "data-testid": "timeline" }, ...rows, axis);
+    el.replaceChildren(h("h4", { text: "Timeline" }), timeline, legend(timeline));
+  }
+
+  /** A key per colour the drawn bars use: an ended task's run is coloured by how it ended. */
+  function legend(/** @type {HTMLElement} */ timeline) {
+    const ranStates = [...timeline.querySelectorAll(".tfy-tl-row")]
+      .filter((row) => row.querySelector('.tfy-seg[data-kind="run"]'))
+      .map((row) => row.getAttribute("data-state") || "");
+    const ended = ENDED_COLOURS.filter((s) => ranStates.includes(s));
+    const keys = [
+      ["wait", "", "requested → allocated"],
+      ["launch", "", "allocated → running"],
+      ...(ranStates.some((s) => !ENDED_COLOURS.includes(s)) ? [["run", "", "running → ended"]] : []),
+      ...ended.map((s) => ["run", s, `running → ${s}`]),
+    ];
+    return h(
+      "div",
+      { class: "tfy-tl-legend tfy-muted", "data-testid": "timeline-legend" },
+      ...keys.map(([kind, state, label]) => h("span", null, h("span", { class: "tfy-seg-key", "data-kind": kind, "data-state": state }), label)),
+    );
   }
 
   /** A run still going: bars grow to now. */

@@ -57,6 +57,22 @@ describe("timeline", () => {
     expect(evRun()).toBe(37_000);
   });
 
+  it("keys each colour the bars use: a running bar, and a task that succeeded", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(T0 + 40_000);
+    const labels = () => p.qa('[data-testid="timeline-legend"] > span').map((s) => s.textContent);
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", ENDED), task("evaluator:0", "running", { ...ENDED, end_time: 0 })] }));
+    expect(labels()).toEqual(["requested → allocated", "allocated → running", "running → ended", "running → succeeded"]);
+  });
+
+  it("has no running key once every task has ended, and one key per end state", () => {
+    const labels = () => p.qa('[data-testid="timeline-legend"] > span').map((s) => s.textContent);
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", ENDED), task("worker:0", "failed", ENDED)] }));
+    expect(labels()).toEqual(["requested → allocated", "allocated → running", "running → succeeded", "running → failed"]);
+    const failedKey = p.q('[data-testid="timeline-legend"] .tfy-seg-key[data-state="failed"]');
+    expect(failedKey.getAttribute("data-kind")).toBe("run");
+  });
+
   it("groups by type from 48 tasks, one bar per type, expandable", () => {
     const tasks = [task("chief:0", "running", ENDED)];
     for (let i = 0; i < 60; i += 1) tasks.push(task(`worker:${i}`, i < 50 ? "running" : "requested", ENDED));
