@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import shutil
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,7 @@ import pytest
 from tfyarn_jupyter.state import RunStatus
 from tfyarn_jupyter.widget import RunPanel
 
-from .test_panel import CELLS, Lab, panel_of, run_cell
+from .test_panel import CELLS, FINAL_STATES, Lab, panel_of, run_cell
 from .test_panel_render import status
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
@@ -42,10 +45,14 @@ OPEN_TIMEOUT_S = 180
 LINK_TIMEOUT_S = 300
 LOSS_TIMEOUT_S = 240
 RUN_TIMEOUT_S = 600
-#: Long enough (~100 s at the sandbox's ~400 steps/s) that the chief still trains (and
-#: pushes event files with its checkpoints) while TensorBoard starts: it stays up only
-#: 30 s after the chief ends (the magic's default).
-MAX_STEPS = 40000
+#: The chief trains at least MAX_STEPS x STEP_DELAY_S (90 s) however fast the machine, so it
+#: still trains (and pushes event files with its checkpoints) while TensorBoard starts and
+#: the test looks for the loss: TensorBoard stays up only 30 s after the chief ends (the
+#: magic's default). A step count alone was not enough: at 1400 steps/s, 40000 steps ended
+#: before a loaded CI machine's TensorBoard had listed anything.
+MAX_STEPS = 3000
+STEP_DELAY_S = 0.03
+CHECKPOINT_STEPS = 500
 NAME = "tensorboard-lab.ipynb"
 
 #: Kernel-side probe, the notebook's second cell: the size of every state update the panel
@@ -92,7 +99,7 @@ def write_notebook(lab: Lab) -> None:
         "%%tfyarn --chief 1G/1 --tensorboard --name tensorboard-lab --var tb\n"
         "def experiment_fn():\n"
         f"    return cancer.experiment(tb_dir, max_steps={MAX_STEPS}, "
-        "save_checkpoints_steps=2000)",
+        f"save_checkpoints_steps={CHECKPOINT_STEPS}, step_delay_s={STEP_DELAY_S})",
         "print(json.dumps(probe))",
     ])  # fmt: skip
 
@@ -136,8 +143,9 @@ def wait_for_loss(tb: Any) -> float:
     attempt = 0
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
-            # as a user would: the cards draw only when scrolled to, "dnn/..." groups come first
-            tb.locator("input[placeholder='Filter tags (regex)']").fill("^loss$")
+            # as a user would: the cards draw only when scrolled to, "dnn/..." groups come first;
+            # no filter box yet: TensorBoard has no data, so reload soon rather than wait
+            tb.locator("input[placeholder='Filter tags (regex)']").fill("^loss$", timeout=10_000)
             card.first.wait_for(state="visible", timeout=20_000)
             return time.time()
         attempt += 1
@@ -146,6 +154,31 @@ def wait_for_loss(tb: Any) -> float:
         print(f"no loss card yet (attempt {attempt}): {tb.url} {tb.title()!r}")
         tb.reload(wait_until="load")
     raise AssertionError(f"TensorBoard never listed loss in {LOSS_TIMEOUT_S}s")
+
+
+def save_container_logs(sandbox: Any, skein_client: Any, app_id: str) -> None:
+    """Keep the application's container logs (why TensorBoard showed nothing) as artifacts:
+    from the NodeManagers' log folders while they hold them, else as YARN aggregated them."""
+    dest = ARTIFACTS / f"{app_id}-logs"
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = False
+    for node_dir in sorted((Path(sandbox.root) / "nm").glob(f"*/logs/{app_id}")):
+        shutil.copytree(node_dir, dest / node_dir.parts[-3], dirs_exist_ok=True)
+        copied = True
+    if not copied:
+        with contextlib.suppress(Exception):
+            if str(skein_client.application_report(app_id).state) not in FINAL_STATES:
+                skein_client.kill_application(app_id)  # ended, so YARN aggregates its logs
+        with contextlib.suppress(Exception):
+            time.sleep(10)
+            proc = subprocess.run(["yarn", "logs", "-applicationId", app_id],
+                                  capture_output=True, text=True, timeout=120)  # fmt: skip
+            (dest / "aggregated.log").write_text(proc.stdout + proc.stderr)
+    for log in sorted(f for f in dest.rglob("*") if f.name in ("stderr", "aggregated.log")):
+        text = log.read_text(errors="replace")
+        sections = re.findall(r"LogType:(stderr|\S+\.log)\n(.*?)End of LogType", text, re.S)
+        for name, body in sections or [(log.name, text)]:
+            print(f"--- {log.relative_to(dest)}: {name} (tail)\n{body[-2000:]}")
 
 
 def percentiles(values: list[float]) -> str:
@@ -168,7 +201,7 @@ def print_figures(page: Any, cell: Any, lab_probe: dict) -> None:
 
 
 def test_tensorboard_link_opens_the_runs_scalars_through_the_rm_proxy(
-    page: Any, lab: Lab, panel_apps: list[str]
+    page: Any, lab: Lab, panel_apps: list[str], sandbox: Any, skein_client: Any
 ) -> None:
     page.set_viewport_size({"width": 1400, "height": 1600})
     write_notebook(lab)
@@ -181,6 +214,9 @@ def test_tensorboard_link_opens_the_runs_scalars_through_the_rm_proxy(
     t_page = time.time()
     try:
         t_loss = wait_for_loss(tb)
+    except AssertionError:
+        save_container_logs(sandbox, skein_client, app_id)
+        raise
     finally:
         print("\n".join(p for p in puts if "PUT" in p)[:3000])
     tb.wait_for_timeout(3000)  # let the card draw its line
