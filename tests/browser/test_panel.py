@@ -209,11 +209,14 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
 
 
 KILL_NOTEBOOK = "kill-and-cancel.ipynb"
+#: The test kills a worker and then cancels: three trainers pausing 0.02 s a step keep
+#: training going 130 s or more however fast the machine (5000 steps unpaused could end
+#: within seconds of the workers starting, and the "still RUNNING" checks would race it).
 KILL_LAUNCH = (
     "%%tfyarn --chief 1G/1 --worker 1G/1x2 --ps 512M/1 --evaluator 1G/1 "
     "--name browser-kill-cancel --var steer\n"
     "def experiment_fn():\n"
-    "    return cancer.experiment(kill_dir, max_steps=5000)"
+    "    return cancer.experiment(kill_dir, max_steps=20000, step_delay_s=0.02)"
 )
 
 

@@ -181,12 +181,15 @@ def test_quickstart_trains_above_majority_and_streams_metrics_while_running(
     sandbox, cancer, cancer_files, tmp_path, runs, launch
 ):
     model_dir = str(tmp_path / "model")
-    # Long enough (a few seconds of training) that the evaluator, which starts with the
-    # chief, evaluates while the chief still runs, even on a loaded 2-core machine.
+    # Long enough (at least 9 s of training: 0.003 s a step, however fast the machine) that
+    # the evaluator, which starts with the chief, evaluates while the chief still runs,
+    # even on a loaded 2-core machine.
     max_steps = 3000
 
     def experiment_fn():
-        return cancer.experiment(model_dir, max_steps=max_steps, save_checkpoints_steps=250)
+        return cancer.experiment(
+            model_dir, max_steps=max_steps, save_checkpoints_steps=250, step_delay_s=0.003
+        )
 
     run = launch(experiment_fn, {"chief": SMALL, "evaluator": SMALL}, "tfyarn-test-quickstart")
     snapshots = watch(run)

@@ -226,7 +226,10 @@ def test_magic_as_alice_live_and_aggregated_logs_attach_from_a_second_kernel_and
             f"%%tfyarn --chief 1G/1 --evaluator 1G/1 --name {prefix} --var r\n"
             f"model_dir = filesystem.qualify({model_dir!r})\n"
             "def experiment_fn():\n"
-            "    return cancer.experiment(model_dir, max_steps=3000, save_checkpoints_steps=500)"
+            # at least 45 s of training (0.015 s a step), so a second kernel attaches while
+            # the chief is still running however fast the machine
+            "    return cancer.experiment(model_dir, max_steps=3000, save_checkpoints_steps=500,"
+            " step_delay_s=0.015)"
         )
         app_id = reported(first.run(report("r.app_id")))
         first.run(WAIT_CHIEF.format(run="r"), timeout=700)
