@@ -11,7 +11,8 @@
 #   TFYARN_ENV_CACHE    where a node keeps layers and environments (default: node_cache.sh's)
 #   TFYARN_ENV_KEEP     how many environments a node keeps (default 3)
 # Output: ./env (a link to the assembled environment); TFYARN_BASE_PYTHON and
-# LD_LIBRARY_PATH set to the shipped interpreter when there is one.
+# LD_LIBRARY_PATH set to the shipped interpreter when there is one, and a warning on
+# stderr naming the libraries that interpreter loads and this node lacks.
 #
 # Each layer is unpacked once per node into layers/<name>; an environment is
 # assembled once per node into envs/<key> as hard links to its layers' files
@@ -46,6 +47,23 @@ tfyarn_point_at_interpreter() {  # env folder, interpreter folder
   done
   sed "s|^home = .*|home = $interp/bin|" "$env/pyvenv.cfg" >"$env/pyvenv.cfg.new" \
     && mv "$env/pyvenv.cfg.new" "$env/pyvenv.cfg"
+}
+
+# The shared libraries the shipped interpreter and its standard extension modules load
+# that this node lacks ("libssl.so.3 (_ssl)" lines), found once per node and interpreter
+# with ldd. A module that needs a missing library fails to import; the rest runs, so
+# this warns rather than fails. tkinter is not shipped: _tkinter is not looked at.
+tfyarn_missing_libraries() {  # interpreter folder
+  local interp="$1" found="$1/.tfyarn-missing-libraries"
+  if [ ! -f "$found" ] && command -v ldd >/dev/null 2>&1; then
+    LD_LIBRARY_PATH="$interp/lib" ldd "$interp"/bin/python3* \
+      "$interp"/lib/python3*/lib-dynload/*.so 2>/dev/null \
+      | awk '/^[^ \t].*:$/ { m = $0; sub(/:$/, "", m); sub(/.*\//, "", m)
+                             sub(/\.(cpython|abi3|so).*/, "", m); next }
+             / => not found/ && m != "_tkinter" { print $1 " (" m ")" }' \
+      | sort -u >"$found.$$" && mv "$found.$$" "$found"
+  fi
+  cat "$found" 2>/dev/null
 }
 
 tfyarn_build_env() {  # root, env folder, interpreter folder or ""
@@ -88,7 +106,7 @@ tfyarn_evict() {
 }
 
 tfyarn_assemble() {
-  local root env f interp=""
+  local root env f missing interp=""
   root="$(tfyarn_node_cache layers)"
   env="$root/envs/$TFYARN_ENV_KEY"
   mkdir -p "$root/layers" "$root/envs" && chmod 700 "$root" || return 1
@@ -113,6 +131,13 @@ tfyarn_assemble() {
     # shellcheck disable=SC2034  # read by service.sh, which follows this text
     TFYARN_BASE_PYTHON="$interp/bin/$(basename "$(readlink "$env/bin/python")")"
     export LD_LIBRARY_PATH="$interp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    missing=$(tfyarn_missing_libraries "$interp" | paste -sd, - | sed 's/,/, /g')
+    if [ -n "$missing" ]; then
+      echo "tfyarn: warning: $(hostname) lacks shared libraries the shipped interpreter" \
+        "loads: $missing. The modules named fail to import on this node: install the" \
+        "libraries on the nodes, or make the venv from a Python that bundles them" \
+        "(python-build-standalone)" >&2
+    fi
   fi
   tfyarn_evict "$root" "$env"
 }

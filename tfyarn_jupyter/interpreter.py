@@ -30,7 +30,8 @@ from pathlib import Path
 from .layers import INTERPRETER, Layer, LayerError, digest
 
 _LEFT_OUT = ("site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3")
-#: Shared libraries every Linux node has (glibc's); any other one outside the prefix is reported.
+#: Shared libraries every Linux node has (glibc's); any other one outside the prefix is
+#: reported. ``_tkinter`` is not: tkinter is left out of the layer.
 _SYSTEM_LIBS = re.compile(r"^(linux-vdso|libc|libm|libdl|libpthread|librt|libutil|ld-linux)\b")
 
 
@@ -77,20 +78,60 @@ def should_ship(ship: bool | str, prefix: Path) -> bool:
     return bool(ship)
 
 
-def outside_libraries(binary: Path, prefix: Path) -> list[str]:
-    """Shared libraries the binary loads from outside the prefix, glibc's aside."""
-    try:
-        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
-    except OSError:
-        return []
-    libs = []
+def parse_ldd(out: str, prefix: Path) -> dict[str, list[str]]:
+    """``ldd FILE...`` output -> {library: [the files that load it]}, for the libraries
+    found outside ``prefix`` (or not found at all), glibc's aside.
+
+    ``ldd`` heads each file's block with ``FILE:`` when given several; a library
+    line is ``name => path (address)``, or ``name => not found``.
+    """
+    needs: dict[str, list[str]] = {}
+    current = ""
     for line in out.splitlines():
-        name, _, where = line.strip().partition(" => ")
-        path = where.split(" (")[0].strip()
-        if _SYSTEM_LIBS.match(name) or not path or path.startswith(str(prefix)):
+        if not line.startswith(("\t", " ")) and line.endswith(":"):
+            current = line[:-1]
             continue
-        libs.append(path if path != "not found" else f"{name} (not found)")
-    return libs
+        name, arrow, where = line.strip().partition(" => ")
+        path = where.split(" (")[0].strip()
+        if not arrow or _SYSTEM_LIBS.match(name) or path.startswith(f"{prefix}/"):
+            continue
+        key = name if path != "not found" else f"{name} (not found)"
+        needs.setdefault(key, [])
+        if current and current not in needs[key]:
+            needs[key].append(current)
+    return needs
+
+
+def _module_name(path: str) -> str:
+    """``.../lib-dynload/_ssl.cpython-311-x86_64-linux-gnu.so`` -> ``_ssl``."""
+    return Path(path).name.split(".")[0]
+
+
+def system_libraries(prefix: Path) -> dict[str, list[str]]:
+    """The shared libraries the interpreter and its standard extension modules load
+    from the system rather than from ``prefix`` (glibc's aside): what every node must
+    provide for a shipped interpreter, mapped to the modules that need each
+    (``python3.11`` for the binary itself). Empty where ``ldd`` is missing.
+    """
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    binary = prefix / "bin" / f"python{version}"
+    dynload = prefix / stdlib_rel(prefix) / "lib-dynload"
+    files = [binary, *sorted(prefix.glob("lib/libpython*.so*")), *sorted(dynload.glob("*.so"))]
+    files = [f for f in files if f.exists() and _module_name(str(f)) != "_tkinter"]
+    if not files:
+        return {}
+    try:
+        out = subprocess.run(
+            ["ldd", *map(str, files)], capture_output=True, text=True, check=False
+        ).stdout
+    except OSError:
+        return {}
+    if len(files) == 1:
+        out = f"{files[0]}:\n{out}"
+    return {
+        lib: sorted({_module_name(f) for f in users})
+        for lib, users in sorted(parse_ldd(out, prefix).items())
+    }
 
 
 def interpreter_files(prefix: Path) -> list[str]:

@@ -224,4 +224,28 @@ def environment_report(
     """What a layered launch from this venv ships, and why: ``%tfyarn env``."""
     plan, interp, base = plan_environment(packing.venv_prefix(), exclude, ship_interpreter)
     where = "shipped" if interp else "expected on the nodes"
-    return f"{describe(plan, interp)}\ninterpreter {base}: {where}"
+    text = f"{describe(plan, interp)}\ninterpreter {base}: {where}"
+    if interp is not None:
+        text += "\n" + describe_system_libraries(interpreter.system_libraries(base))
+    return text
+
+
+def describe_system_libraries(needs: dict[str, list[str]]) -> str:
+    """What a shipped interpreter still loads from each node's system, wrapped.
+
+    A self-contained Python (pyenv, a source build) links its extension modules
+    against the system's libssl, libffi, libz and the like; a node without one of
+    them runs the venv, but the module that needs it fails to import there.
+    """
+    if not needs:
+        return "  it loads nothing from the nodes' system but glibc"
+    items = [f"{lib} ({', '.join(users)})" if users else lib for lib, users in needs.items()]
+    lines = ["  it loads from each node's system (where one is missing, the modules named fail):"]
+    row = ""
+    for item in items:
+        if row and len(row) + len(item) + 2 > 96:
+            lines.append(f"    {row},")
+            row = ""
+        row = f"{row}, {item}" if row else item
+    lines.append(f"    {row}")
+    return "\n".join(lines)

@@ -91,6 +91,12 @@ def test_quickstart_succeeds_with_a_shipped_interpreter(nwp_box: Sandbox, tmp_pa
     assert any(name.startswith("I-") for name in out["sizes"])  # the interpreter went along
     assert "tensorflow-cpu" in out["layers"] and "jupyterlab" not in out["layers"]
     assert (tmp_path / "model" / "checkpoint").exists()
+    # Each node looked (once) for the shared libraries the interpreter loads from its
+    # system; both have them all here: they share this host's /usr/lib.
+    checked = list((nwp_box.root / "nm").glob(
+        "*/local/usercache/*/tfyarn-layers/layers/I-*/.tfyarn-missing-libraries"))  # fmt: skip
+    assert len(checked) >= 1, list((nwp_box.root / "nm").glob("*/local/usercache/*/*"))
+    assert [p.read_text() for p in checked] == [""] * len(checked)
 
 
 @pytest.fixture
@@ -212,7 +218,11 @@ def test_the_magic_reports_the_layers_and_launches_with_them_by_default_from_a_k
     assert any("tensorflow-cpu" in r for r in rows), table
     assert any(" group " in r and "group-" in r for r in rows), table
     assert any("left out" in r and r.endswith(" playwright") for r in rows), table
-    assert rows[-1].startswith("interpreter ") and rows[-1].endswith(": shipped"), rows[-1]
+    at = next(i for i, r in enumerate(rows) if r.startswith("interpreter "))
+    assert rows[at].endswith(": shipped"), rows[at]
+    # What the shipped (pyenv-built) interpreter still needs from each node's system.
+    assert "each node's system" in rows[at + 1], rows[at + 1 :]
+    assert "libssl.so.3 (_ssl)" in "\n".join(rows[at + 2 :]), rows[at + 2 :]
     out = reported(nb.cells[-1].outputs)
     assert out["final"] == "SUCCEEDED", out
     # Earlier launches from this venv on this sandbox uploaded every layer already.

@@ -141,3 +141,59 @@ def test_a_broken_layer_fails_with_a_message(tmp_path: Path, layer_set: Path) ->
     proc = subprocess.run(["bash", str(script)], cwd=container, env=env, capture_output=True,
                           text=True)  # fmt: skip
     assert proc.returncode == 1 and "assembling the environment's layers" in proc.stderr
+
+
+def compile_so(dest: Path, source: str, *flags: str) -> None:
+    src = dest.with_suffix(".c")
+    src.write_text(source)
+    proc = subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(dest), str(src), *flags],
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, f"gcc (Debian's gcc package) could not build {dest}: {proc}"
+
+
+def test_a_node_lacking_a_library_of_the_shipped_interpreter_is_warned_about_once_checked(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    # _needy loads libtfyarnabsent.so, which the "node" lacks; _fine loads only glibc;
+    # _tkinter lacks it too, but tkinter is not shipped, so it is not named.
+    build = tmp_path / "build"
+    build.mkdir()
+    compile_so(build / "libtfyarnabsent.so", "int absent(void) { return 1; }\n")
+    dynload = "lib/python3.11/lib-dynload"
+    files = {"bin/python3.11": b"#!/bin/sh\necho interp $0\n"}
+    for name, needy in (("_needy", True), ("_fine", False), ("_tkinter", True)):
+        so = build / f"{name}.cpython-311-x86_64-linux-gnu.so"
+        code = (
+            "int absent(void);\nint f(void) { return absent(); }\n"
+            if needy
+            else "int f(void) { return 2; }\n"
+        )
+        compile_so(so, code, *((f"-L{build}", "-ltfyarnabsent") if needy else ()))
+        files[f"{dynload}/{so.name}"] = so.read_bytes()
+    make_tar(layer_set / "I-py2.tar", files)
+    script, cache = script_for(tmp_path), tmp_path / "cache"
+    tars = ["L-base1.tar", "L-aaa1.tar", "I-py2.tar"]
+    env = {"PATH": "/usr/bin:/bin", "TFYARN_ENV_KEY": "e1", "TFYARN_ENV_CACHE": str(cache)}
+    for n in (1, 2):
+        container = container_with(tmp_path, layer_set, f"c{n}", tars)
+        proc = subprocess.run(["bash", str(script)], cwd=container, env=env,
+                              capture_output=True, text=True)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        warning = proc.stderr
+        assert "lacks shared libraries the shipped interpreter loads: " in warning, warning
+        assert "libtfyarnabsent.so (_needy)." in warning and "_tkinter" not in warning, warning
+        assert "_fine" not in warning and "python-build-standalone" in warning, warning
+    found = cache / "layers" / "I-py2" / ".tfyarn-missing-libraries"
+    assert found.read_text() == "libtfyarnabsent.so (_needy)\n"
+
+
+def test_a_node_with_every_library_of_the_shipped_interpreter_is_not_warned(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    script, cache = script_for(tmp_path), tmp_path / "cache"
+    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "I-py1.tar"])
+    env = {"PATH": "/usr/bin:/bin", "TFYARN_ENV_KEY": "e1", "TFYARN_ENV_CACHE": str(cache)}
+    proc = subprocess.run(["bash", str(script)], cwd=container, env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert (cache / "layers" / "I-py1" / ".tfyarn-missing-libraries").read_text() == ""

@@ -213,6 +213,61 @@ def test_system_python_cannot_be_shipped(tmp_path: Path) -> None:
         interpreter.should_ship("yes", tmp_path)
 
 
+LDD_OUT = """/opt/py/bin/python3.11:
+\tlinux-vdso.so.1 (0x00007ffd)
+\tlibpython3.11.so.1.0 => /opt/py/lib/libpython3.11.so.1.0 (0x00007f01)
+\tlibm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x00007f02)
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f03)
+/opt/py/lib/python3.11/lib-dynload/_ssl.cpython-311-x86_64-linux-gnu.so:
+\tlibssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (0x00007f04)
+\tlibcrypto.so.3 => /lib/x86_64-linux-gnu/libcrypto.so.3 (0x00007f05)
+/opt/py/lib/python3.11/lib-dynload/_hashlib.cpython-311-x86_64-linux-gnu.so:
+\tlibcrypto.so.3 => /lib/x86_64-linux-gnu/libcrypto.so.3 (0x00007f05)
+\tlibffi.so.8 => not found
+"""
+
+
+def test_parse_ldd_keeps_libraries_outside_the_prefix_but_glibc_and_marks_missing_ones() -> None:
+    needs = interpreter.parse_ldd(LDD_OUT, Path("/opt/py"))
+    ssl = "/opt/py/lib/python3.11/lib-dynload/_ssl.cpython-311-x86_64-linux-gnu.so"
+    hashlib = "/opt/py/lib/python3.11/lib-dynload/_hashlib.cpython-311-x86_64-linux-gnu.so"
+    assert needs == {
+        "libssl.so.3": [ssl],
+        "libcrypto.so.3": [ssl, hashlib],
+        "libffi.so.8 (not found)": [hashlib],
+    }
+
+
+def test_parse_ldd_of_a_prefix_that_is_a_name_prefix_of_a_system_folder_keeps_its_libraries() -> (
+    None
+):
+    out = "/opt/py/bin/python3:\n\tlibz.so.1 => /opt/py2/lib/libz.so.1 (0x1)\n"
+    assert interpreter.parse_ldd(out, Path("/opt/py")) == {"libz.so.1": ["/opt/py/bin/python3"]}
+
+
+def test_system_libraries_of_this_interpreter_name_the_modules_that_load_them() -> None:
+    base = interpreter.base_prefix(Path(sys.prefix))
+    needs = interpreter.system_libraries(base)
+    assert needs, f"{base} loads nothing from the system: this test needs a pyenv-built Python"
+    assert not [lib for lib in needs if lib.startswith(("libc.so", "libm.so", "linux-vdso"))]
+    users = {u for us in needs.values() for u in us}
+    assert "_ssl" in users and "_tkinter" not in users, needs
+    assert all("/" not in u and "." not in u.replace("python3.", "") for u in users), users
+
+
+def test_describe_system_libraries_wraps_whole_items_under_100_characters() -> None:
+    from tfyarn_jupyter import layer_cache
+
+    needs = {f"lib{n}.so.{n}": ["_mod", f"_other{n}"] for n in range(30)}
+    text = layer_cache.describe_system_libraries(needs)
+    head, *rows = text.splitlines()
+    assert "each node's system" in head and len(rows) > 3
+    assert all(len(r) <= 100 and r.startswith("    ") for r in rows), rows
+    items = ", ".join(r.strip().rstrip(",") for r in rows).split("), ")
+    assert len(items) == 30 and items[0] == "lib0.so.0 (_mod, _other0", items
+    assert "nothing" in layer_cache.describe_system_libraries({})
+
+
 def test_base_prefix_needs_a_pyvenv_cfg(tmp_path: Path) -> None:
     with pytest.raises(LayerError, match="virtual environment"):
         interpreter.base_prefix(tmp_path)
