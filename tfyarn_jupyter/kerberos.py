@@ -10,6 +10,7 @@ before anything is uploaded or allocated.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -153,9 +154,31 @@ def current_ticket() -> Ticket | None:
 
 
 def keytab_cache(principal: str, keytab: str) -> Path:
-    """A ticket cache of this process's own for ``principal`` (never the user's default)."""
-    digest = hashlib.sha256(f"{principal}\0{Path(keytab).resolve()}".encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"tfyarn_krb5cc_{os.getuid()}_{digest}"
+    """A ticket cache of this process's own for ``principal`` (never the user's default).
+
+    Named by the principal and the keytab's path, then by the keytab file's version
+    (inode, size, time): a keytab written anew at the same path (a re-keyed principal,
+    a rebuilt cluster or KDC) gets a new cache, never the tickets logged in from the
+    old one, whose service tickets that cluster's daemons cannot decrypt.
+    """
+    path = Path(keytab).resolve()
+    name = hashlib.sha256(f"{principal}\0{path}".encode()).hexdigest()[:12]
+    try:
+        st = path.stat()
+        stamp = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "missing"
+    version = hashlib.sha256(stamp.encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"tfyarn_krb5cc_{os.getuid()}_{name}_{version}"
+
+
+def _remove_older_caches(cache: Path) -> None:
+    """Drop the caches of earlier versions of the same principal's keytab."""
+    stem = cache.name.rsplit("_", 1)[0]
+    for old in cache.parent.glob(f"{stem}_*"):
+        if old != cache:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 def login_keytab(principal: str, keytab: str) -> Ticket:
@@ -178,6 +201,7 @@ def login_keytab(principal: str, keytab: str) -> Ticket:
                               env=env, timeout=60)  # fmt: skip
         if proc.returncode != 0:
             raise CredentialsError(kinit_failure(principal, keytab, proc.stderr or proc.stdout))
+        _remove_older_caches(cache)
     os.environ["KRB5CCNAME"] = f"FILE:{cache}"
     ticket = current_ticket()
     if ticket is None or not same_principal(ticket.principal, principal):

@@ -128,6 +128,35 @@ def test_a_keytab_needs_a_principal_and_must_be_readable(tmp_path):
         kerberos.require_ticket("a@B", str(tmp_path / "missing.keytab"))
 
 
+def test_a_keytab_written_anew_at_the_same_path_gets_a_new_cache(tmp_path):
+    # A rebuilt cluster or re-keyed principal: the old cache's service tickets are useless.
+    keytab = tmp_path / "alice.keytab"
+    keytab.write_bytes(b"keys of the first KDC")
+    first = kerberos.keytab_cache("alice@R", str(keytab))
+    assert first == kerberos.keytab_cache("alice@R", str(keytab))
+    keytab.unlink()
+    keytab.write_bytes(b"keys of the second KDC, longer")
+    second = kerberos.keytab_cache("alice@R", str(keytab))
+    assert second != first
+    assert second.name.rsplit("_", 1)[0] == first.name.rsplit("_", 1)[0]
+
+
+def test_logging_in_from_a_new_keytab_removes_the_old_versions_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(kerberos.tempfile, "gettempdir", lambda: str(tmp_path))
+    keytab = tmp_path / "alice.keytab"
+    keytab.write_bytes(b"old")
+    old = kerberos.keytab_cache("alice@R", str(keytab))
+    old.write_bytes(b"tickets from the old KDC")
+    other = kerberos.keytab_cache("bob@R", str(keytab))
+    other.write_bytes(b"bob's")
+    keytab.unlink()
+    keytab.write_bytes(b"new keys")
+    new = kerberos.keytab_cache("alice@R", str(keytab))
+    new.write_bytes(b"fresh")
+    kerberos._remove_older_caches(new)
+    assert not old.exists() and new.exists() and other.exists()
+
+
 def test_keytab_caches_are_private_to_principal_and_keytab(tmp_path):
     a = kerberos.keytab_cache("a@B", str(tmp_path / "k"))
     assert a == kerberos.keytab_cache("a@B", str(tmp_path / "k"))
