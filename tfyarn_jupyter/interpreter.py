@@ -30,8 +30,7 @@ from pathlib import Path
 from .layers import INTERPRETER, Layer, LayerError, digest
 
 _LEFT_OUT = ("site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3")
-#: Shared libraries every Linux node has (glibc's); any other one outside the prefix is
-#: reported. ``_tkinter`` is not: tkinter is left out of the layer.
+#: Shared libraries every Linux node has (glibc's); any other one outside the prefix is reported.
 _SYSTEM_LIBS = re.compile(r"^(linux-vdso|libc|libm|libdl|libpthread|librt|libutil|ld-linux)\b")
 
 
@@ -102,22 +101,24 @@ def parse_ldd(out: str, prefix: Path) -> dict[str, list[str]]:
     return needs
 
 
-def _module_name(path: str) -> str:
-    """``.../lib-dynload/_ssl.cpython-311-x86_64-linux-gnu.so`` -> ``_ssl``."""
-    return Path(path).name.split(".")[0]
+def module_name(path: str) -> str:
+    """``.../lib-dynload/_ssl.cpython-311-x86_64-linux-gnu.so`` -> ``_ssl``; the binary
+    ``.../bin/python3.11`` keeps its name (assemble.sh names them the same way)."""
+    return re.sub(r"\.(cpython|abi3|so).*", "", Path(path).name)
 
 
 def system_libraries(prefix: Path) -> dict[str, list[str]]:
     """The shared libraries the interpreter and its standard extension modules load
     from the system rather than from ``prefix`` (glibc's aside): what every node must
     provide for a shipped interpreter, mapped to the modules that need each
-    (``python3.11`` for the binary itself). Empty where ``ldd`` is missing.
+    (``python3.11`` for the binary itself). Empty where ``ldd`` is missing. ``_tkinter``
+    is not looked at: tkinter is left out of the layer.
     """
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     binary = prefix / "bin" / f"python{version}"
     dynload = prefix / stdlib_rel(prefix) / "lib-dynload"
     files = [binary, *sorted(prefix.glob("lib/libpython*.so*")), *sorted(dynload.glob("*.so"))]
-    files = [f for f in files if f.exists() and _module_name(str(f)) != "_tkinter"]
+    files = [f for f in files if f.exists() and module_name(str(f)) != "_tkinter"]
     if not files:
         return {}
     try:
@@ -129,7 +130,7 @@ def system_libraries(prefix: Path) -> dict[str, list[str]]:
     if len(files) == 1:
         out = f"{files[0]}:\n{out}"
     return {
-        lib: sorted({_module_name(f) for f in users})
+        lib: sorted({module_name(f) for f in users})
         for lib, users in sorted(parse_ldd(out, prefix).items())
     }
 

@@ -173,9 +173,10 @@ def keytab_cache(principal: str, keytab: str) -> Path:
 
 
 def _remove_older_caches(cache: Path) -> None:
-    """Drop the caches of earlier versions of the same principal's keytab."""
+    """Drop the caches of earlier versions of the same principal's keytab, and the one
+    cache tfyarn_jupyter named by principal and path alone before versions counted."""
     stem = cache.name.rsplit("_", 1)[0]
-    for old in cache.parent.glob(f"{stem}_*"):
+    for old in [cache.parent / stem, *cache.parent.glob(f"{stem}_*")]:
         if old != cache:
             with contextlib.suppress(OSError):
                 old.unlink()

@@ -153,8 +153,11 @@ def test_logging_in_from_a_new_keytab_removes_the_old_versions_cache(tmp_path, m
     keytab.write_bytes(b"new keys")
     new = kerberos.keytab_cache("alice@R", str(keytab))
     new.write_bytes(b"fresh")
+    unversioned = new.parent / new.name.rsplit("_", 1)[0]  # named before versions counted
+    unversioned.write_bytes(b"tickets of an earlier tfyarn_jupyter")
     kerberos._remove_older_caches(new)
-    assert not old.exists() and new.exists() and other.exists()
+    assert not old.exists() and not unversioned.exists()
+    assert new.exists() and other.exists()
 
 
 def test_keytab_caches_are_private_to_principal_and_keytab(tmp_path):

@@ -245,6 +245,14 @@ def test_parse_ldd_of_a_prefix_that_is_a_name_prefix_of_a_system_folder_keeps_it
     assert interpreter.parse_ldd(out, Path("/opt/py")) == {"libz.so.1": ["/opt/py/bin/python3"]}
 
 
+def test_module_names_match_the_assembly_scripts() -> None:
+    dynload = "/opt/py/lib/python3.11/lib-dynload"
+    assert interpreter.module_name(f"{dynload}/_ssl.cpython-311-x86_64-linux-gnu.so") == "_ssl"
+    assert interpreter.module_name(f"{dynload}/_foo.abi3.so") == "_foo"
+    assert interpreter.module_name("/opt/py/bin/python3.11") == "python3.11"
+    assert interpreter.module_name("/opt/py/lib/libpython3.11.so.1.0") == "libpython3.11"
+
+
 def test_system_libraries_of_this_interpreter_name_the_modules_that_load_them() -> None:
     base = interpreter.base_prefix(Path(sys.prefix))
     needs = interpreter.system_libraries(base)
