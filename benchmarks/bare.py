@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import skein
-
-from tfyarn_jupyter.sandbox import Sandbox
+from tfyarn_sandbox.sandbox import Sandbox
 
 from .core import Bench
 

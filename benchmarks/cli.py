@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tfyarn_sandbox.fixtures import session_sandbox
+
 import benchmarks
 
 from .bare import bare_skein, sandbox_start
@@ -22,15 +24,6 @@ from .packing import packing
 from .stats import render_markdown
 from .tfyarn070 import tfyarn070
 from .watching import watching
-
-
-def require_cluster_env() -> None:
-    if not os.environ.get("HADOOP_CONF_DIR"):
-        raise SystemExit(
-            "benchmarks: HADOOP_CONF_DIR is not set, so there is no cluster to "
-            'measure. Start the sandbox and export its environment first: eval "$(tfyarn-sandbox '
-            'env)" (with TFYARN_SANDBOX_DIR set as for `tfyarn-sandbox start`).'
-        )
 
 
 def write_outputs(bench: Bench, started: float) -> tuple[Path, Path]:
@@ -112,7 +105,13 @@ def run_sections(bench: Bench, only: set[str], started: float) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    require_cluster_env()
+    # The same sandbox the test suites' fixture gives: the one at TFYARN_SANDBOX_DIR, reused
+    # when it runs, else started here (and stopped at the end), its environment exported.
+    with session_sandbox():
+        return measure(args)
+
+
+def measure(args: argparse.Namespace) -> int:
     cfg = config(args.reps, args.smoke, args.out)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     started = time.time()

@@ -1,7 +1,7 @@
 """What every section shares: the configuration, the topologies and the :class:`Bench` itself.
 
 A :class:`Bench` holds one run's results (rows, details, notes, failures)
-and everything it started on the cluster, which :meth:`Bench.close` ends.
+and everything it started on the resourcemanager, which :meth:`Bench.close` ends.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 from skein.model import ApplicationState
 
-from tfyarn_jupyter import cluster, filesystem
-from tfyarn_jupyter.spec import TaskSpec
-from tfyarn_jupyter.state import ENDED_APP
+from tfyarn_jupyter.core.spec import TaskSpec
+from tfyarn_jupyter.core.state import ENDED_APP
+from tfyarn_jupyter.hadoop import filesystem, resourcemanager
 
 from .stats import Row, since
 
@@ -78,7 +78,7 @@ class Bench:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.client = cluster.get_client()
+        self.client = resourcemanager.get_client()
         self.tmp = Path(tempfile.mkdtemp(prefix="tfyarn-bench-"))
         self.rows: list[Row] = []
         self.details: dict[str, Any] = {}

@@ -18,9 +18,10 @@ import time
 import uuid
 from typing import Any
 
-from tfyarn_jupyter import filesystem, program
-from tfyarn_jupyter import run as runs
-from tfyarn_jupyter.spec import TaskSpec
+from tfyarn_jupyter.core import program
+from tfyarn_jupyter.core.spec import TaskSpec
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.run import launch as runs
 
 from .core import CANCER, Bench
 

@@ -5,7 +5,7 @@ for each candidate, interleaved per repetition on the same data:
 
 - on the default sandbox (simple authentication, one NameNode): WebHDFS through the
   ``hdfs`` package (the client before issue 12) and hdfs-native (today's
-  :mod:`tfyarn_jupyter.filesystem`);
+  :mod:`tfyarn_jupyter.hadoop.filesystem`);
 - on the secure sandbox (Kerberos, two NameNodes, viewfs), as ``alice`` with her
   ticket, when ``TFYARN_SECURE_SANDBOX_DIR`` names a running one: WebHDFS with SPNEGO
   (``requests-gssapi``, the active NameNode found by trying each) and hdfs-native.
@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tfyarn_jupyter import filesystem
+from tfyarn_jupyter.hadoop import filesystem
 
 from .core import Bench
 
@@ -83,7 +83,7 @@ def webhdfs_spnego(path: str, size: int) -> Ops:
 @contextlib.contextmanager
 def _as_secure_alice() -> Iterator[bool]:
     """This process as ``alice`` on the secure sandbox, if one is running (else False)."""
-    from tfyarn_jupyter.sandbox import Sandbox
+    from tfyarn_sandbox.sandbox import Sandbox
 
     root = os.environ.get("TFYARN_SECURE_SANDBOX_DIR")
     box = Sandbox(Path(root)) if root else None

@@ -28,10 +28,11 @@ from typing import Any
 
 import skein
 
-from tfyarn_jupyter import filesystem, packing
-from tfyarn_jupyter import run as runs
-from tfyarn_jupyter.spec import TaskSpec
-from tfyarn_jupyter.state import RunStatus
+from tfyarn_jupyter.core.spec import TaskSpec
+from tfyarn_jupyter.core.state import RunStatus
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.run import launch as runs
+from tfyarn_jupyter.ship import packing
 
 from .core import CANCER, PACKAGE, Bench, topologies
 from .stats import interleave, latest, paired_ratios, since, step_rate

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tfyarn_jupyter import filesystem
+from tfyarn_jupyter.hadoop import filesystem
 
 from .core import CANCER, PACKAGE, Bench
 

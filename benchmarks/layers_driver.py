@@ -20,7 +20,7 @@ def main(args: dict) -> dict:
     import cancer
 
     from tfyarn_jupyter import TaskSpec, submit
-    from tfyarn_jupyter.layer_cache import LayersReport
+    from tfyarn_jupyter.ship.layered_launch import LayersReport
 
     model_dir = args["model_dir"]
 

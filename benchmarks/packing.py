@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from tfyarn_jupyter import packing as env_packing
+from tfyarn_jupyter.ship import packing as env_packing
 
 from .core import Bench
 from .stats import interleave, paired_ratios

@@ -41,11 +41,12 @@ def launch_once(cold: bool) -> dict[str, Any]:
     sys.path.insert(0, str(CANCER.parent))
     import cancer
 
-    from tfyarn_jupyter import cluster, filesystem, packing
-    from tfyarn_jupyter import run as runs
-    from tfyarn_jupyter.spec import TaskSpec
+    from tfyarn_jupyter.core.spec import TaskSpec
+    from tfyarn_jupyter.hadoop import filesystem, resourcemanager
+    from tfyarn_jupyter.run import launch as runs
+    from tfyarn_jupyter.ship import packing
 
-    cluster.get_client()  # the skein driver's JVM start is not the launch's
+    resourcemanager.get_client()  # the skein driver's JVM start is not the launch's
     specs = {"chief": TaskSpec("1G", 1), "evaluator": TaskSpec("1G", 1)}
     model_dir = filesystem.qualify(f"{filesystem.home()}/tfyarn-bench-secure/{uuid.uuid4().hex}")
     fn = functools.partial(cancer.experiment, model_dir, max_steps=100)
@@ -83,7 +84,7 @@ def launch_once(cold: bool) -> dict[str, Any]:
 
 def first_hdfs_call() -> dict[str, Any]:
     """In the child: how long the first HDFS call takes (a failover just happened)."""
-    from tfyarn_jupyter import filesystem
+    from tfyarn_jupyter.hadoop import filesystem
 
     t0 = time.perf_counter()
     filesystem.exists(filesystem.home())
@@ -91,7 +92,7 @@ def first_hdfs_call() -> dict[str, Any]:
 
 
 def _env(secure: bool) -> dict[str, str]:
-    from tfyarn_jupyter.sandbox import Sandbox, default_root
+    from tfyarn_sandbox.sandbox import Sandbox, default_root
 
     if not secure:
         return {**os.environ, **Sandbox(default_root()).env()}
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         out = first_hdfs_call() if args.child == "hdfs" else launch_once(args.child == "cold")
         print(MARK + json.dumps(out))
         return 0
-    from tfyarn_jupyter.sandbox import Sandbox
+    from tfyarn_sandbox.sandbox import Sandbox
 
     results: dict[str, list[dict[str, Any]]] = {}
     for _ in range(args.reps):

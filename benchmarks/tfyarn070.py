@@ -18,7 +18,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from tfyarn_jupyter import filesystem, packing
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.ship import packing
 
 from . import launches
 from .core import CANCER, PACKAGE, Bench, topologies

@@ -4,7 +4,7 @@ For each size, an application of ``sleep`` containers whose key-value store
 holds what a real run of that size would; then ``StatusSource`` polls it back
 to back, its skein client wrapped in a :class:`Counting` proxy that tallies
 the calls to the ResourceManager and the application master (the design
-says :data:`tfyarn_jupyter.status.CALLS_PER_POLL`; this measures it).
+says :data:`tfyarn_jupyter.run.polling.CALLS_PER_POLL`; this measures it).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, TypeVar, cast
 
 import skein
 
-from tfyarn_jupyter import events
-from tfyarn_jupyter.spec import TaskSpec, task_names
-from tfyarn_jupyter.status import StatusSource
+from tfyarn_jupyter.core.spec import TaskSpec, task_names
+from tfyarn_jupyter.protocol import events
+from tfyarn_jupyter.run.polling import StatusSource
 
 from .core import Bench
 from .stats import calls_per_minute, summarize

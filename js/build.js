@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const staticDir = path.join(here, "..", "tfyarn_jupyter", "static");
+const staticDir = path.join(here, "..", "tfyarn_jupyter", "panel", "static");
 
 /** @type {import("esbuild").BuildOptions} */
 export const buildOptions = {
@@ -23,7 +23,7 @@ export const buildOptions = {
   logLevel: "info",
 };
 
-/** The stylesheets, and where the build puts them (tfyarn_jupyter/widget.py's `_css`). */
+/** The stylesheets, and where the build puts them (tfyarn_jupyter/panel/widget.py's `_css`). */
 export const css = {
   uplot: createRequire(import.meta.url).resolve("uplot/dist/uPlot.min.css"),
   source: path.join(here, "src", "widget.css"),

@@ -7,17 +7,12 @@ Inside a task, ``report``, ``ProgressCallback`` and ``task_info`` (loaded on
 first use, without TensorFlow) feed the progress and say where the task stands.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-from .options import LaunchOptions
-from .packing import PackingError
-from .run import Run, RunFailed, RunResult, attach, run_on_yarn, submit
-from .spec import Experiment, KerasExperiment, NodeLabel, SpecError, TaskSpec
-
-try:
-    __version__ = version("tfyarn_jupyter")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+from tfyarn_jupyter._version import __version__ as __version__
+from tfyarn_jupyter.core.options import LaunchOptions
+from tfyarn_jupyter.core.spec import Experiment, KerasExperiment, NodeLabel, SpecError, TaskSpec
+from tfyarn_jupyter.run.launch import Run, RunFailed, RunResult, attach, run_on_yarn, submit
+from tfyarn_jupyter.ship.layered_launch import environment_report
+from tfyarn_jupyter.ship.packing import PackingError
 
 __all__ = [
     "Experiment",
@@ -33,6 +28,7 @@ __all__ = [
     "TaskInfo",
     "TaskSpec",
     "attach",
+    "environment_report",
     "report",
     "run_on_yarn",
     "submit",
@@ -41,10 +37,10 @@ __all__ = [
 
 #: The container side's public names: ``name -> module``, imported on first use.
 _LAZY = {
-    "report": "progress",
-    "ProgressCallback": "progress",
-    "task_info": "train_function",
-    "TaskInfo": "train_function",
+    "report": "container.progress",
+    "ProgressCallback": "container.progress",
+    "task_info": "container.train_function",
+    "TaskInfo": "container.train_function",
 }
 
 
@@ -57,6 +53,6 @@ def __getattr__(name: str):
 
 
 def load_ipython_extension(ipython):  # pragma: no cover - exercised by the kernel tests
-    from .magic import load_ipython_extension as load
+    from tfyarn_jupyter.magic.extension import load_ipython_extension as load
 
     load(ipython)

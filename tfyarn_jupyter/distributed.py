@@ -14,17 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import run
-from .spec import TaskSpec
+from tfyarn_jupyter.core.spec import TaskSpec
+from tfyarn_jupyter.run import launch
 
 
-def submit(fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], **options: Any) -> run.Run:
+def submit(fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], **options: Any) -> launch.Run:
     """:func:`tfyarn_jupyter.submit` with ``mode="function"``."""
-    return run.submit(fn, task_specs, mode="function", **options)
+    return launch.submit(fn, task_specs, mode="function", **options)
 
 
 def run_on_yarn(
     fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], **options: Any
-) -> run.RunResult:
+) -> launch.RunResult:
     """:func:`tfyarn_jupyter.run_on_yarn` with ``mode="function"``."""
-    return run.run_on_yarn(fn, task_specs, mode="function", **options)
+    return launch.run_on_yarn(fn, task_specs, mode="function", **options)

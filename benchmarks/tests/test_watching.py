@@ -8,8 +8,8 @@ import pytest
 from skein.model import ApplicationState, ContainerState, FinalStatus
 
 from benchmarks.watching import Tally, counting
-from tfyarn_jupyter.spec import TaskSpec
-from tfyarn_jupyter.status import CALLS_PER_POLL, StatusSource
+from tfyarn_jupyter.core.spec import TaskSpec
+from tfyarn_jupyter.run.polling import CALLS_PER_POLL, StatusSource
 
 
 class FakeKV:

@@ -5,6 +5,7 @@
 import { asString } from "./format.js";
 import { section } from "./dom.js";
 import { keptSet } from "./model.js";
+import { FROM_VIEW } from "./messages.js";
 
 /**
  * @typedef {{ details: HTMLDetailsElement, label: HTMLElement, pre: HTMLElement }} LogsView
@@ -59,7 +60,7 @@ export function createLogs({ h, send, keep }) {
       onclick: () => {
         pending.add(task);
         btn.textContent = "Logs…";
-        send({ type: "logs", task });
+        send({ type: FROM_VIEW.logs, task });
       },
     });
     return btn;
@@ -120,7 +121,7 @@ export function createKills({ h, send }) {
         sent.set(task, state);
         btn.textContent = "Killing…";
         btn.setAttribute("disabled", "");
-        send({ type: "kill", task });
+        send({ type: FROM_VIEW.kill, task });
       },
     });
     return btn;
@@ -159,7 +160,7 @@ export function createCancel({ h, read, send }) {
     const yes = button({ class: "tfy-danger", "data-testid": "confirm-cancel", text: "Yes, cancel" }, () => {
       confirming = false;
       cancelSent = true;
-      send({ type: "cancel" });
+      send({ type: FROM_VIEW.cancel });
     });
     const no = button({ "data-testid": "dismiss-cancel", text: "No" }, () => {
       confirming = false;

@@ -17,6 +17,7 @@ import { createTimeline } from "./timeline.js";
 import { createFailure, createSummary } from "./summary.js";
 import { createCancel, createKills, createLogs } from "./actions.js";
 import { createError } from "./error.js";
+import { FROM_VIEW, TO_VIEW } from "./messages.js";
 
 /** Traits the view listens to. */
 const TRAITS = ["app", "tasks", "pending", "capacity", "progress", "metrics", "failure", "summary", "tensorboard_url", "error"];
@@ -135,9 +136,9 @@ function timed(root, fn) {
 function customHandler(s) {
   return (/** @type {any} */ msg) => {
     const m = asObject(msg);
-    if (m.type === "logs") s.tasks.showLogs(m);
-    else if (m.type === "history") s.progress.history(m.tasks);
-    else if (m.type === "error") {
+    if (m.type === TO_VIEW.logs) s.tasks.showLogs(m);
+    else if (m.type === TO_VIEW.history) s.progress.history(m.tasks);
+    else if (m.type === TO_VIEW.error) {
       s.logs.clear();
       s.kills.clear();
       s.error.set(asString(m.message) || "error");
@@ -170,7 +171,7 @@ function render({ model, el }) {
   ticker.sync();
   for (const [event, cb] of subscriptions) model.on(event, cb);
   model.on("msg:custom", onCustom);
-  s.send({ type: "history-sync" }); // the loss histories so far, whole
+  s.send({ type: FROM_VIEW.historySync }); // the loss histories so far, whole
 
   return () => {
     ticker.dispose();

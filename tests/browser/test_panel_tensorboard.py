@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from tfyarn_jupyter.state import RunStatus
-from tfyarn_jupyter.widget import RunPanel
+from tfyarn_jupyter.core.state import RunStatus
+from tfyarn_jupyter.panel.widget import RunPanel
 
 from .test_panel import CELLS, FINAL_STATES, Lab, panel_of, run_cell
 from .test_panel_render import status
@@ -58,7 +58,7 @@ NAME = "tensorboard-lab.ipynb"
 #: Kernel-side probe, the notebook's second cell: the size of every state update the panel
 #: sends to the front end, and when (container time ``t``) each chief step was reached.
 PROBE = """import json
-from tfyarn_jupyter.widget import RunPanel
+from tfyarn_jupyter.panel.widget import RunPanel
 
 probe = {"bytes": [], "history": [], "t": {}}
 _send = RunPanel._send

@@ -14,10 +14,9 @@ from typing import Any
 
 import psutil
 import pytest
-
-from tfyarn_jupyter import sandbox_hosts
-from tfyarn_jupyter.sandbox import Sandbox
-from tfyarn_jupyter.sandbox_shape import Shape
+from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes import hosts as sandbox_hosts
+from tfyarn_sandbox.shapes.shape import Shape
 
 from .helpers import discard_cluster_data
 

@@ -8,7 +8,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tfyarn_jupyter.sandbox import Sandbox
+    from tfyarn_sandbox.sandbox import Sandbox
 
 
 def unique(prefix: str) -> str:

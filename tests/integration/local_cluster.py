@@ -1,7 +1,7 @@
 """A run's tasks as local processes: the container side's own code, without YARN or skein.
 
 Each task is a process started in its own working folder (as a container's)
-with the contract's environment, running :func:`tfyarn_jupyter.tasks.main`
+with the contract's environment, running :func:`tfyarn_jupyter.container.main.main`
 with a :class:`FileApp` in place of skein's application client: its key-value
 store is a folder with one file per key, which every task and the test share.
 The node's temporary folder (``TMPDIR`` as YARN sets it) is a folder of its own,
@@ -21,8 +21,8 @@ from urllib.parse import quote, unquote
 
 import cloudpickle
 
-from tfyarn_jupyter import events
-from tfyarn_jupyter.contract import PAYLOAD, TaskContract
+from tfyarn_jupyter.protocol import events
+from tfyarn_jupyter.protocol.contract import PAYLOAD, TaskContract
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -30,8 +30,8 @@ KV_VAR = "TFYARN_TEST_KV"
 DRIVER = (
     "import os\n"
     "from tests.integration.local_cluster import FileApp\n"
-    "from tfyarn_jupyter import tasks\n"
-    f"tasks.main([], app=FileApp(os.environ[{KV_VAR!r}]))\n"
+    "from tfyarn_jupyter.container import main\n"
+    f"main.main([], app=FileApp(os.environ[{KV_VAR!r}]))\n"
 )
 
 

@@ -26,9 +26,10 @@ import pytest
 import requests
 from hdfs import HdfsError, InsecureClient
 
-from tfyarn_jupyter import Run, TaskSpec, filesystem, submit
-from tfyarn_jupyter.contract import PAYLOAD
-from tfyarn_jupyter.run import event_log_path, read_event_log
+from tfyarn_jupyter import Run, TaskSpec, submit
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.protocol.contract import PAYLOAD
+from tfyarn_jupyter.run.launch import event_log_path, read_event_log
 
 pytestmark = pytest.mark.sandbox
 
@@ -231,8 +232,9 @@ def test_serialised_experiment_on_hdfs_is_readable_by_the_owner_only(guarded, sa
 def test_secrets_in_env_reach_the_task_but_the_panel_and_magic_never_show_them(guarded, capsys):
     from IPython.core.interactiveshell import InteractiveShell
 
-    from tfyarn_jupyter.magic import TfyarnMagics
-    from tfyarn_jupyter.widget import RunPanel, status_html
+    from tfyarn_jupyter.magic.extension import TfyarnMagics
+    from tfyarn_jupyter.panel.summary import status_html
+    from tfyarn_jupyter.panel.widget import RunPanel
 
     run = guarded.run
     secret = guarded.secret

@@ -21,10 +21,10 @@ import time
 import uuid
 
 import pytest
+from tfyarn_sandbox.site_xml import to_xml
 
 from tfyarn_jupyter import NodeLabel, RunFailed, SpecError, TaskSpec, submit
-from tfyarn_jupyter.filesystem import read_conf
-from tfyarn_jupyter.hadoop_conf import to_xml
+from tfyarn_jupyter.hadoop.filesystem import read_conf
 
 from .helpers import unique
 

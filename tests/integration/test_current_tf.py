@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tfyarn_jupyter import TaskSpec, filesystem, program, submit
-from tfyarn_jupyter import distributed as tfd
+from tfyarn_jupyter import TaskSpec, distributed, submit
+from tfyarn_jupyter.core import program
+from tfyarn_jupyter.hadoop import filesystem
 
 from .helpers import unique
 
@@ -178,7 +179,9 @@ def test_a_plain_function_runs_on_workers_only_with_rank_and_world_size(sandbox,
         print(f"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}, master "
               f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")  # fmt: skip
 
-    run = tfd.submit(train, {"worker": TaskSpec("512M", 1, instances=2)}, name=unique("tfyarn-fn"))
+    run = distributed.submit(
+        train, {"worker": TaskSpec("512M", 1, instances=2)}, name=unique("tfyarn-fn")
+    )
     runs.append(run)
     result = run.wait(timeout=RUN_TIMEOUT_S)
     assert result.final_status == "SUCCEEDED"

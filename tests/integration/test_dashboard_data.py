@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from tfyarn_jupyter import RunFailed, SpecError, TaskSpec, layer_cache, packing, submit
-from tfyarn_jupyter.widget import status_html
+from tfyarn_jupyter import RunFailed, SpecError, TaskSpec, submit
+from tfyarn_jupyter.panel.summary import status_html
+from tfyarn_jupyter.ship import layered_launch, packing
 
 from .helpers import unique
 
@@ -37,7 +38,7 @@ def test_a_topology_the_queue_can_never_hold_is_refused_before_upload_or_submiss
     sandbox, app_names, monkeypatch
 ):
     packed: list[str] = []
-    for module, fn in ((packing, "ensure_env"), (layer_cache, "launch_layers")):
+    for module, fn in ((packing, "ensure_env"), (layered_launch, "launch_layers")):
         monkeypatch.setattr(module, fn, lambda *a, _fn=fn, **k: packed.append(_fn))
     name = unique("tfyarn-test-toobig")
     specs = {"chief": TaskSpec("2G", 4), "worker": TaskSpec("2G", 4, instances=7)}

@@ -27,9 +27,9 @@ import pytest
 import skein
 
 from tfyarn_jupyter import NodeLabel, RunFailed, TaskSpec, submit
-from tfyarn_jupyter.run import Run, attach, event_log_path, read_event_log
-from tfyarn_jupyter.state import RunStatus
-from tfyarn_jupyter.status import CALLS_PER_POLL, StatusSource
+from tfyarn_jupyter.core.state import RunStatus
+from tfyarn_jupyter.run.launch import Run, attach, event_log_path, read_event_log
+from tfyarn_jupyter.run.polling import CALLS_PER_POLL, StatusSource
 
 from .helpers import unique
 
@@ -414,7 +414,7 @@ def test_eight_task_topology_trains_to_completion_and_leaves_an_event_log_attach
     assert result.metrics["global_step"] >= max_steps
 
     # The event log: per-task states and times, tracebacks, metrics, on HDFS in the home.
-    from tfyarn_jupyter import filesystem
+    from tfyarn_jupyter.hadoop import filesystem
 
     path = event_log_path(run.app_id)
     assert path.startswith(f"{filesystem.home()}/")

@@ -1,4 +1,4 @@
-"""HDFS access through hdfs-native (tfyarn_jupyter.filesystem) against the sandbox's NameNode.
+"""HDFS through hdfs-native (tfyarn_jupyter.hadoop.filesystem) against the sandbox's NameNode.
 
 The secure sandbox (Kerberos, HA, viewfs) has its own: test_secure_filesystem.py.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tfyarn_jupyter import filesystem
+from tfyarn_jupyter.hadoop import filesystem
 
 
 @pytest.fixture

@@ -18,10 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tfyarn_jupyter import sandbox_shape
-from tfyarn_jupyter.sandbox import Sandbox
-from tfyarn_jupyter.sandbox_shape import Shape
+from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes import shape as sandbox_shape
+from tfyarn_sandbox.shapes.shape import Shape
 
 from .conftest import NOTEBOOKS
 from .helpers import discard_cluster_data, unique

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tfyarn_jupyter import TaskSpec, distributed, resources
+from tfyarn_jupyter import TaskSpec, distributed
+from tfyarn_jupyter.core import memory as resources
 
 from .helpers import unique
 
@@ -38,11 +39,10 @@ def make_hog(hold_s: float) -> Any:
 
         import psutil
 
-        from tfyarn_jupyter import progress
-        from tfyarn_jupyter import resources as res
+        from tfyarn_jupyter.container import progress, sampling
 
         me = psutil.Process()
-        limit = res.cgroup_memory_limit() or (1024 << 20)
+        limit = sampling.cgroup_memory_limit() or (1024 << 20)
 
         def rss() -> int:
             return sum(p.memory_info().rss for p in [me, *me.children(recursive=True)])

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tfyarn_jupyter import TaskSpec, mlflow_log, run_on_yarn
+from tfyarn_jupyter import TaskSpec, run_on_yarn
+from tfyarn_jupyter.run import mlflow_tracking
 
 from .helpers import unique
 
@@ -51,7 +52,7 @@ def run_and_check_mlflow(experiment_fn, cancer_files, uri: str, tmp_path: Path, 
     params = logged.data.params
     assert params["topology"] == "chief=1,evaluator=1" and params["queue"] == "default"
     assert (params["chief_memory_mib"], params["chief_vcores"]) == ("1024", "1")
-    assert params["tensorflow_version"] == mlflow_log.tf_version().strip()
+    assert params["tensorflow_version"] == mlflow_tracking.tf_version().strip()
     assert params["tensorflow_version"].startswith("2.15")
     assert logged.data.tags["tfyarn.final_status"] == "SUCCEEDED"
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn_jupyter import filesystem, modeldir
-from tfyarn_jupyter.modeldir import TMP_MARK, Index, ModelDir
+from tfyarn_jupyter.container import checkpoints as modeldir
+from tfyarn_jupyter.container.checkpoints import TMP_MARK, Index, ModelDir
+from tfyarn_jupyter.hadoop import filesystem
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.current_tf]
 

@@ -163,7 +163,7 @@ def _children(pid: int) -> list[int]:
 #: evaluations it showed while RUNNING, and when it first showed every task running.
 RECORD_PANELS = """\
 import time as _time
-import tfyarn_jupyter.widget as _widget
+import tfyarn_jupyter.panel.widget as _widget
 _panel_init = _widget.RunPanel.__init__
 def _recording_init(self, *args, **kwargs):
     _panel_init(self, *args, **kwargs)
@@ -408,7 +408,7 @@ while not all(
 def test_killed_kernel_ends_its_run_while_a_detached_run_survives_and_attaches_elsewhere(
     sandbox, skein_client, tmp_path, yarn_apps
 ):
-    from tfyarn_jupyter import events
+    from tfyarn_jupyter.protocol import events
 
     prefix = unique("tfyarn-test-nbkill")
     yarn_apps.append(prefix)
@@ -416,7 +416,7 @@ def test_killed_kernel_ends_its_run_while_a_detached_run_survives_and_attaches_e
     leftovers: list[int] = []
     try:
         first.run(
-            "%load_ext tfyarn_jupyter\nimport tfyarn_jupyter.contract as _contract\n"
+            "%load_ext tfyarn_jupyter\nimport tfyarn_jupyter.protocol.contract as _contract\n"
             f"_contract.HEARTBEAT_TIMEOUT_S = {HEARTBEAT_TIMEOUT_S}"
         )
         first.run(f"%%tfyarn --chief 512M/1 --name {prefix}-owned --var owned\n{SLEEPER}")

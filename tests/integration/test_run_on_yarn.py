@@ -19,16 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn_jupyter import (
-    NodeLabel,
-    RunFailed,
-    SpecError,
-    TaskSpec,
-    filesystem,
-    layer_cache,
-    packing,
-    submit,
-)
+from tfyarn_jupyter import NodeLabel, RunFailed, SpecError, TaskSpec, submit
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.ship import layered_launch, packing
 
 from .helpers import unique
 
@@ -123,7 +116,7 @@ def test_second_layered_submit_with_unchanged_env_uploads_no_layer(sandbox, runs
     second.cancel()
 
     report = second.env_report
-    assert isinstance(report, layer_cache.LayersReport)  # layers are the default
+    assert isinstance(report, layered_launch.LayersReport)  # layers are the default
     assert (report.uploaded, report.bytes_uploaded) == ([], 0)
     assert report.key == first.env_report.key
     assert len(report.layers) > 1

@@ -23,8 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 import skein
-
-from tfyarn_jupyter.sandbox import DAEMONS, Sandbox, SandboxError, default_root
+from tfyarn_sandbox.sandbox import DAEMONS, Sandbox, SandboxError, default_root
 
 from .helpers import unique
 

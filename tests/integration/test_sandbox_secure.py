@@ -24,11 +24,10 @@ from collections.abc import Iterator
 import pytest
 import requests
 import skein
-
-from tfyarn_jupyter import sandbox_ha
-from tfyarn_jupyter.sandbox import Sandbox
-from tfyarn_jupyter.sandbox_daemons import negotiate_get
-from tfyarn_jupyter.sandbox_shape import Shape
+from tfyarn_sandbox.daemons import negotiate_get
+from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes import ha as sandbox_ha
+from tfyarn_sandbox.shapes.shape import Shape
 
 from .helpers import as_user
 
@@ -81,7 +80,7 @@ def test_status_and_env_know_the_shape(secure_box):
     assert st["shape"] == SHAPE.flags()
     assert set(st["daemons"]) >= {"kdc", "namenode", "namenode2"}
     script = subprocess.run(
-        [sys.executable, "-m", "tfyarn_jupyter.sandbox", "--dir", str(secure_box.root),
+        [sys.executable, "-m", "tfyarn_sandbox", "--dir", str(secure_box.root),
          "env", "--user", "alice"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tfyarn_jupyter.sandbox import Sandbox
-from tfyarn_jupyter.sandbox_daemons import negotiate_get
+from tfyarn_sandbox.daemons import negotiate_get
+from tfyarn_sandbox.sandbox import Sandbox
 
 from .helpers import as_user, unique
 from .test_notebook import RECORD_PANELS, Kernel, report, reported, stream
@@ -136,7 +135,7 @@ def test_quickstart_runs_as_alice_with_checkpoints_on_hdfs_and_her_files_stay_he
                 "step": result.metrics.get("global_step"), "wall": time.monotonic() - t0,
                 "checkpoint": filesystem.exists(model_dir + "/checkpoint"),
                 "user": filesystem.hadoop_user(),
-                "event_log": tfyarn_jupyter.result.event_log_path(result.app_id),
+                "event_log": tfyarn_jupyter.run.result.event_log_path(result.app_id),
                 "env_cache": smallest_layer()}})
         """,
         tmp_path,
@@ -318,7 +317,7 @@ def test_mallory_can_neither_view_nor_kill_alices_run_and_a_view_grant_lets_her_
                         "kill": outcome(lambda: c.kill_application(app))}}
         # Straight to the NodeManager that runs alice's private chief: SPNEGO as mallory.
         from tfyarn_jupyter import logs
-        from tfyarn_jupyter.state import ContainerInfo
+        from tfyarn_jupyter.core.state import ContainerInfo
         chief = ContainerInfo("chief:0", "RUNNING", {container!r}, {node!r})
         out["private"]["node_logs"] = outcome(lambda: logs.live(chief, "mallory", 4096))
         report(out)
@@ -372,7 +371,7 @@ for _mod, _fn in ((packing, "ensure_env"), (layer_cache, "ensure_layers"),
 def test_no_ticket_a_forbidden_queue_and_an_unknown_principal_are_refused_before_upload(
     secure_box, tmp_path
 ):
-    from tfyarn_jupyter import sandbox_kerberos
+    from tfyarn_sandbox.shapes import kerberos as sandbox_kerberos
 
     prefix = unique("tfyarn-test-secure-refused")
     empty = tmp_path / "no-ticket-cc"  # never created: a ticket cache with nothing in it

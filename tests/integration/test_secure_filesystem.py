@@ -1,4 +1,4 @@
-"""The client's HDFS (tfyarn_jupyter.filesystem) and the tasks' tokens on the secure sandbox.
+"""The client's HDFS (tfyarn_jupyter.hadoop.filesystem) and the tasks' tokens on the secure sandbox.
 
 ``--kerberos --ha --viewfs --hosts``: ``fs.defaultFS=viewfs://tfyarn/`` with a mount
 table and no fallback link, two NameNodes behind ``tfyarn-ns``, Kerberos tickets for
@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pytest
 import skein
+from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes import ha as sandbox_ha
+from tfyarn_sandbox.shapes import kerberos as sandbox_kerberos
 
-from tfyarn_jupyter import filesystem, sandbox_ha, sandbox_kerberos
-from tfyarn_jupyter.sandbox import Sandbox
+from tfyarn_jupyter.hadoop import filesystem
 
 pytestmark = pytest.mark.secure
 
@@ -95,7 +97,7 @@ def test_a_path_outside_the_mount_table_is_a_clear_error(alice):
 
 
 def test_mallory_cannot_read_alices_env_cache_or_event_log(alice, alice_dir):
-    from tfyarn_jupyter.result import event_log_path
+    from tfyarn_jupyter.run.result import event_log_path
 
     env_tar = f"{filesystem.home()}/.tfyarn/envs/test-{uuid.uuid4().hex[:8]}.tar"
     log = event_log_path(f"application_0_test{uuid.uuid4().hex[:8]}")
@@ -139,7 +141,7 @@ TASK = """\
 import os, sys, time
 os.environ["KRB5CCNAME"] = "FILE:/nonexistent/tfyarn-no-ticket"
 from tfyarn_jupyter import filesystem
-from tfyarn_jupyter.modeldir import ModelDir
+from tfyarn_jupyter.container.checkpoints import ModelDir
 
 base, until, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 assert os.environ.get("HADOOP_TOKEN_FILE_LOCATION"), "no token file"

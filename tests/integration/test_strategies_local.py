@@ -1,7 +1,7 @@
 """The container side's roles train for real, as local processes (no YARN, no cluster).
 
 Each test starts a run's tasks as processes (:mod:`.local_cluster`) that run
-:func:`tfyarn_jupyter.tasks.main` with a file-backed stand-in for skein's
+:func:`tfyarn_jupyter.container.main.main` with a file-backed stand-in for skein's
 key-value store, so what they publish (addresses, events, progress, metrics) is
 the store's content. Runs in both test environments: TensorFlow 2.15 (tf.keras 2,
 Estimators) and 2.21 (Keras 3 on a single trainer, tf-keras for the strategies
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn_jupyter import events
+from tfyarn_jupyter.protocol import events
 
 from .local_cluster import run_tasks
 

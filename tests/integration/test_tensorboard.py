@@ -21,7 +21,8 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 import requests
 
-from tfyarn_jupyter import TaskSpec, filesystem
+from tfyarn_jupyter import TaskSpec
+from tfyarn_jupyter.hadoop import filesystem
 
 from .helpers import unique
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from tfyarn_jupyter.spec import NodeLabel, TaskSpec
+from tfyarn_jupyter.core.spec import NodeLabel, TaskSpec
 
 # Characters that look like what the forms take but are not ASCII: a Kelvin
 # sign matches "k" case-insensitively, superscripts pass str.isdigit(), and

@@ -1,0 +1,127 @@
+"""Which role a task runs, and its life from joining the cluster to its reported stop.
+
+The task's type, the run's mode and the program's kind (the client's finding, else
+what TensorFlow and the topology imply) choose the role: a trainer of
+:mod:`.train_estimator`, :mod:`.train_keras` or :mod:`.train_function`, a ps
+serving its variables, an evaluator, or :mod:`.tensorboard` outside the TensorFlow
+cluster. Whatever happens, the task reports its stop (and the traceback) last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import traceback
+from typing import Any
+
+from tfyarn_jupyter.container import progress
+from tfyarn_jupyter.container.log import log
+from tfyarn_jupyter.container.task import Task, is_estimator
+from tfyarn_jupyter.protocol import contract
+from tfyarn_jupyter.protocol.contract import TRAINERS
+
+
+def run(task: Task) -> int:
+    """The task's whole life: join, run the role, report the stop; the exit status."""
+    task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid())
+    task.watch_client()
+    tb = _run_role_reporting(task)
+    if tb:
+        log(f"{task.name} failed:\n{tb}")
+        task.put("stop", traceback=tb, exit_code=1)
+        task.wait_for_ack()
+        # TensorBoard failing is shown, but never ends the training (as in tf-yarn).
+        return 0 if task.type == "tensorboard" else 1
+    task.put("stop", traceback="", exit_code=0)
+    log(f"{task.name} done")
+    task.wait_for_ack()
+    return 0
+
+
+def _run_role_reporting(task: Task) -> str:
+    """Join the cluster and run the role; the traceback if it failed, else ""."""
+    reporter = progress.Reporter(progress.kv_writer(task.app.kv, task.name), sample=_sampler())
+    ticker = progress.start_ticker(reporter)  # resources while it waits, serves, evaluates
+    try:
+        if task.type == "tensorboard":  # outside the TensorFlow cluster
+            from tfyarn_jupyter.container import tensorboard
+
+            tensorboard.run(task)
+            return ""
+        cluster = task.exchange_addresses()
+        if task.port_hold is not None:
+            task.port_hold.release_when_listening()
+        os.environ["TF_CONFIG"] = json.dumps(
+            {"cluster": cluster, "task": {"type": task.type, "index": task.index}}
+        )
+        log(f"{task.name} TF_CONFIG={os.environ['TF_CONFIG']}")
+        if task.type in TRAINERS:
+            progress.install(reporter)
+        run_role(task, cluster)
+        return ""
+    except BaseException:
+        return traceback.format_exc()
+    finally:
+        ticker.set()
+        task.release_port()
+        reporter.flush()
+
+
+def run_role(task: Task, cluster: dict[str, list[str]]) -> None:
+    """Train, serve or evaluate, as the task's type, the mode and the program say."""
+    from tfyarn_jupyter.container import train_estimator, train_keras
+
+    if task.contract.mode == "function":
+        from tfyarn_jupyter.container import train_function
+
+        train_function.run(task, cluster)
+    elif task.type == "ps":
+        task.put("start")
+        task.serve(cluster, task.trainers())
+    elif task.type == "evaluator":
+        experiment = task.build_experiment()
+        task.put("start")
+        if is_estimator(experiment):
+            train_estimator.evaluate(task, experiment)
+        else:
+            train_keras.evaluate(task, experiment)
+    elif program(task) == contract.KERAS:
+        train_keras.run(task, cluster, task.load_payload())
+    else:
+        experiment_fn = task.load_payload()
+        experiment = task.build_experiment(experiment_fn)
+        if is_estimator(experiment):
+            task.put("start")
+            train_estimator.train(task, experiment)
+        else:  # the client could not tell: a Keras model built before its strategy
+            train_keras.run(task, cluster, experiment_fn, built=experiment)
+
+
+def program(task: Task) -> str:
+    """The program's kind: the client's finding, else what TensorFlow and the topology imply."""
+    if task.contract.program != contract.UNKNOWN:
+        return task.contract.program
+    chief, workers, ps = (task.topology.get(t, 0) for t in ("chief", "worker", "ps"))
+    if not chief or (workers and not ps) or not tf_has_estimator():
+        return contract.KERAS  # an Estimator needs a chief, a ps beside workers, TF < 2.16
+    return contract.UNKNOWN
+
+
+def _sampler() -> Any:
+    """The task's resource sampler (its ``sample``), or nothing when psutil cannot run here."""
+    try:
+        from tfyarn_jupyter.container import sampling
+
+        return sampling.Sampler().sample
+    except Exception as exc:
+        log(f"resources not reported: {exc}")
+        return None
+
+
+def tf_has_estimator() -> bool:
+    """TensorFlow 2.16 and later have no ``tf.estimator``: a program there is Keras."""
+    import tensorflow as tf
+
+    major, minor = (int(p) for p in tf.__version__.split(".")[:2])
+    return (major, minor) < (2, 16)

@@ -1,0 +1,81 @@
+"""A run's status as static HTML: readable with no kernel and no front end.
+
+What a saved or exported notebook keeps of the panel, what ``Run._repr_html_``
+shows, and what the magic prints where no widget front end exists. Pure.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+from tfyarn_jupyter.core.state import RunStatus
+
+_COLOURS = {
+    "requested": "#888",
+    "allocated": "#c90",
+    "running": "#1a73e8",
+    "succeeded": "#188038",
+    "failed": "#d93025",
+    "killed": "#555",
+}
+
+
+def _fmt_time(ms: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) if ms else ""
+
+
+def status_html(st: RunStatus) -> str:
+    """A static rendering of a run's state: readable with no kernel or front end."""
+    esc = html.escape
+    app = st.app
+    rows = []
+    for t in st.tasks:
+        colour = _COLOURS.get(t.state, "#888")
+        gpu = (
+            ' <span style="background:#6a1b9a;color:#fff;padding:0 4px;border-radius:3px">'
+            "gpu</span>"
+            if t.gpu
+            else ""
+        )
+        dur = f"{t.duration_s:.1f}s" if t.duration_s else ""
+        rows.append(
+            f"<tr><td>{esc(t.task)}</td>"
+            f'<td><span style="color:{colour};font-weight:bold">{esc(t.state)}</span></td>'
+            f"<td>{esc(t.node)}{gpu}</td><td>{esc(t.container_id)}</td>"
+            f"<td>{_fmt_time(t.start_time)}</td><td>{dur}</td></tr>"
+        )
+    metrics = ""
+    if st.metrics:
+        last = st.metrics[-1]
+        cells = "".join(
+            f"<tr><td>{esc(str(k))}</td><td>{v:.4g}</td></tr>"
+            if isinstance(v, float)
+            else f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>"
+            for k, v in sorted(last.items())
+            if k != "t"
+        )
+        metrics = (
+            f"<details open><summary>metrics (latest)</summary><table>{cells}</table></details>"
+        )
+    failure = ""
+    if st.failure:
+        failure = (
+            f"<details open><summary>failure in {esc(st.failure.task or 'application')}"
+            f"</summary><pre>{esc(st.failure.traceback)}</pre></details>"
+        )
+    state = app.state if app.state != "FINISHED" else f"FINISHED/{app.final_status}"
+    link = (
+        f' <a href="{esc(app.tracking_url)}" target="_blank">YARN UI</a>'
+        if app.tracking_url.startswith("http")
+        else ""
+    )
+    pending = "".join(f"<li>{esc(p)}</li>" for p in st.pending)
+    return (
+        f'<div class="tfyarn-static" data-app-id="{esc(app.app_id)}">'
+        f"<b>{esc(app.app_id)}</b> {esc(app.name)} · queue {esc(app.queue)} · "
+        f"<b>{esc(state)}</b>{link}"
+        f"{f'<ul>{pending}</ul>' if pending else ''}"
+        "<table><tr><th>task</th><th>state</th><th>node</th><th>container</th>"
+        f"<th>start</th><th>duration</th></tr>{''.join(rows)}</table>{metrics}{failure}</div>"
+    )

@@ -1,0 +1,282 @@
+"""Reading a run's state from YARN: one poll is a fixed three calls, whatever its size.
+
+Per poll: the application report (ResourceManager), the container list and
+the whole key-value store (application master, one call each). Node labels
+are read once, and again only when a container lands on a node not seen
+before. :class:`StatusSource` only reads; the one write the protocol needs
+(acknowledging ended tasks, so they may exit) is :meth:`StatusSource.acknowledge`,
+which the run's driver step calls, as it calls :meth:`StatusSource.publish_capacity`.
+
+While tasks wait for containers, a poll also reads the queue's figures (at
+most every :data:`CAPACITY_INTERVAL_S`) to say what is pending and why
+(``RunStatus.capacity``). Each trainer's loss history is kept here across
+polls (:class:`~.history.History`): the store holds only the latest figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import skein
+from skein.model import ApplicationState, ContainerState
+
+from tfyarn_jupyter.core.history import History
+from tfyarn_jupyter.core.spec import NodeLabel, TaskSpec
+from tfyarn_jupyter.core.state import STARTING_APP, AppInfo, ContainerInfo, RunStatus, derive
+from tfyarn_jupyter.hadoop import capacity as queue_capacity
+from tfyarn_jupyter.protocol import events as protocol
+from tfyarn_jupyter.protocol.events import Events
+from tfyarn_jupyter.run import logs as task_logs
+
+#: Calls one poll makes while the application runs (for the benchmarks' tally).
+CALLS_PER_POLL = 3
+
+_ALL_CONTAINER_STATES = list(ContainerState)
+#: The least time between two readings of the queue's figures while tasks wait.
+CAPACITY_INTERVAL_S = 10.0
+
+
+def _ms(value: datetime | None) -> float:
+    return value.timestamp() * 1000 if value else 0.0
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "name", value))
+
+
+def app_info(report: Any) -> AppInfo:
+    """The panel's view of skein's ``ApplicationReport``."""
+    return AppInfo(
+        app_id=report.id,
+        name=report.name or "",
+        queue=report.queue or "",
+        user=report.user or "",
+        state=_name(report.state),
+        final_status=_name(report.final_status),
+        start_time=_ms(report.start_time),
+        finish_time=_ms(report.finish_time),
+        tracking_url=report.tracking_url or "",
+        diagnostics=report.diagnostics or "",
+    )
+
+
+def container_info(c: Any) -> ContainerInfo:
+    """The panel's view of skein's ``Container``."""
+    return ContainerInfo(
+        task=f"{c.service_name}:{c.instance}",
+        state=_name(c.state),
+        container_id=c.yarn_container_id or "",
+        node_http=c.yarn_node_http_address or "",
+        start_time=_ms(c.start_time),
+        finish_time=_ms(c.finish_time),
+        exit_message=c.exit_message or "",
+    )
+
+
+def task_specs_of(client: skein.Client, app_id: str) -> dict[str, TaskSpec]:
+    """Recover a live run's topology from its application spec."""
+    spec = client.connect(app_id, wait=False).get_specification()
+    return {
+        name: TaskSpec(
+            svc.resources.memory,
+            svc.resources.vcores,
+            svc.instances,
+            label=NodeLabel.parse(svc.node_label or ""),
+        )
+        for name, svc in spec.services.items()
+    }
+
+
+def waiting_tasks(st: RunStatus, task_specs: Mapping[str, TaskSpec]) -> list[tuple[str, TaskSpec]]:
+    """What waits for a container: the application master before it runs, else the tasks
+    still requested."""
+    if st.app.state in STARTING_APP:
+        master = TaskSpec(queue_capacity.AM_MEMORY_MB, queue_capacity.AM_VCORES)
+        return [("the application master", master)]
+    return [(t.task, task_specs[t.type]) for t in st.tasks
+            if t.state == "requested" and t.type in task_specs]  # fmt: skip
+
+
+def tensorboard_url(app: AppInfo, events: protocol.Events) -> str | None:
+    """The tensorboard task's proxied page while it serves (it publishes it in its start).
+
+    With the application's UI ACLs on, the proxy lets only the run's users in: on a
+    cluster without Kerberos (simple HTTP authentication) ``user.name`` says who
+    asks, and the ResourceManager keeps it in a cookie for TensorBoard's own requests.
+    """
+    tb = events.task("tensorboard:0")
+    url = tb.get("start", {}).get("url")
+    if app.ended or "stop" in tb or not isinstance(url, str):
+        return None
+    if app.user and "user.name=" not in url:
+        url += ("&" if "?" in url else "?") + urlencode({"user.name": app.user})
+    return url
+
+
+class StatusSource:
+    """One attempt's state as YARN and its tasks report it: fetch, remember the last, derive."""
+
+    def __init__(self, client: skein.Client, app_id: str, task_specs: Mapping[str, TaskSpec]):
+        self.client = client
+        self.app_id = app_id
+        self.task_specs = dict(task_specs)
+        self.last: RunStatus | None = None
+        self.events = Events()
+        self._containers: list[ContainerInfo] = []
+        self._app_client: skein.ApplicationClient | None = None
+        self._labels: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self.history = History()
+        #: Why tasks wait ("" when none does), its reading time, and what the store was told.
+        self.capacity = ""
+        self._capacity_at = -CAPACITY_INTERVAL_S
+        self._capacity_published = ""
+
+    @property
+    def ended(self) -> bool:
+        return self.last is not None and self.last.ended
+
+    def restore(self, record: Mapping[str, Any]) -> None:
+        """Load a finished run's final view from its event log."""
+        st = record["status"]
+        self.events = Events(tasks=dict(record.get("events", {}).get("tasks", {})),
+                             metrics=list(st.get("metrics", [])))  # fmt: skip
+        self.history.seed(st.get("progress", {}))
+        self.last = RunStatus.from_dict({**st, "pending": []})
+
+    def _am(self) -> skein.ApplicationClient | None:
+        if self._app_client is None:
+            try:
+                self._app_client = self.client.connect(self.app_id, wait=False)
+            except (skein.exceptions.ApplicationNotRunningError, skein.exceptions.ConnectionError):
+                return None
+        return self._app_client
+
+    def poll(self) -> RunStatus:
+        """A fresh snapshot; after the end, the last one (the master and its store are gone)."""
+        with self._lock:
+            if self.last is not None and self.last.ended:
+                return self.last
+            app = app_info(self.client.application_report(self.app_id))
+            if app.state == ApplicationState.RUNNING:
+                self._read_master()
+            if any(c.node_http and c.node_http not in self._labels for c in self._containers):
+                self._labels = {n.http_address: list(n.labels) for n in self.client.get_nodes()}
+                # A node the ResourceManager no longer lists has no labels to find: once.
+                self._labels.update({c.node_http: [] for c in self._containers
+                                     if c.node_http not in self._labels})  # fmt: skip
+            st = derive(app, self.task_specs, self._containers, self.events, self._labels,
+                        history=self.history.points, capacity=self.capacity)  # fmt: skip
+            self._explain_waiting(st)
+            st.tensorboard_url = tensorboard_url(app, self.events)
+            self.last = st
+            return self.last
+
+    def _explain_waiting(self, st: RunStatus) -> None:
+        """Say what waits for containers and why (the queue's figures, read now and then)."""
+        if st.ended or not st.pending:
+            self.capacity, st.capacity = "", None
+            return
+        if time.monotonic() - self._capacity_at < CAPACITY_INTERVAL_S:
+            return
+        self._capacity_at = time.monotonic()
+        queue = st.app.queue or "default"  # YARN reports its path: root.default
+        try:
+            limits = self.queue_limits(queue)
+        except Exception:  # the figures are a help, never a reason to stop watching
+            limits = {}
+        leaf = queue.rsplit(".", 1)[-1]  # as the user named it (--queue)
+        message = queue_capacity.pending_message(leaf, waiting_tasks(st, self.task_specs), limits)
+        self.capacity = message
+        st.capacity = {"message": message} if message else None
+
+    def _read_master(self) -> None:
+        am = self._am()
+        if am is None:
+            return
+        try:
+            containers = am.get_containers(states=_ALL_CONTAINER_STATES)
+            kv = am.kv.get_range()
+        except (skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
+            self._app_client = None  # the master went away: keep the last view
+            return
+        self._containers = [container_info(c) for c in containers]
+        self.events = protocol.parse(kv)
+        self.history.observe(self.events.progress)
+
+    # -- the protocol's writes, and actions ---------------------------------------------
+    def acknowledge(self) -> None:
+        """Tell ended tasks their last events were read (one call, only when needed)."""
+        todo = [] if self.ended else self.events.unacked_stops()  # ended: the tasks are gone
+        am = self._am() if todo else None
+        if am is None:
+            return
+        with contextlib.suppress(skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
+            am.kv.transaction(on_success=[skein.kv.put(protocol.ack_key(t), b"1") for t in todo])
+            self.events.acked.update(todo)
+
+    def queue_limits(self, queue: str) -> dict[str, queue_capacity.Limit]:
+        """The queue's figures per partition (the ResourceManager's; a few calls)."""
+        from tfyarn_jupyter.hadoop.resourcemanager import queue_limits
+
+        return queue_limits(self.client, queue)
+
+    def publish_capacity(self) -> None:
+        """Tell the tasks why their peers wait (their peer-timeout message names it)."""
+        if self.ended or self.capacity == self._capacity_published:
+            return
+        am = self._am()
+        if am is None:
+            return
+        with contextlib.suppress(skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
+            am.kv[protocol.CAPACITY] = protocol.encode({"message": self.capacity})
+            self._capacity_published = self.capacity
+
+    def heartbeat(self) -> None:
+        am = self._am()
+        if am is not None:
+            with contextlib.suppress(skein.exceptions.SkeinError, skein.exceptions.ConnectionError):
+                am.kv[protocol.HEARTBEAT] = protocol.encode()
+
+    def mark_detached(self) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            am = self._am()
+            if am is not None:
+                am.kv[protocol.DETACHED] = protocol.encode()
+                return
+            time.sleep(0.5)
+
+    def container(self, task: str) -> ContainerInfo:
+        """The latest container of ``task`` (``"worker:1"``) seen so far."""
+        for c in sorted(self._containers, key=lambda c: -c.start_time):
+            if c.task == task:
+                return c
+        known = sorted({c.task for c in self._containers})
+        raise KeyError(f"no container for task {task!r}; tasks: {', '.join(known) or 'none yet'}")
+
+    def kill_task(self, task: str) -> None:
+        ttype, _, index = task.partition(":")
+        am = self._am()
+        if am is None:
+            raise RuntimeError(f"{self.app_id} is not running: nothing to kill")
+        am.kill_container(f"{ttype}_{int(index)}")
+
+    def logs(self, task: str | None, tail: int = 65536) -> task_logs.TaskLogs:
+        """The tail of one task's logs: live while its container runs, else aggregated."""
+        task = task or "chief:0"
+        self.poll()
+        c = self.container(task)
+        user = self.last.app.user if self.last else ""
+        if c.state == ContainerState.RUNNING and not self.ended and c.node_http:
+            return task_logs.split_streams(
+                task_logs.live(c, user, tail), "live", task.partition(":")[0]
+            )
+        files = task_logs.aggregated(self.app_id, c, user, tail)
+        return task_logs.split_streams(files, "aggregated", task.partition(":")[0])
