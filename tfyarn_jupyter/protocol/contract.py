@@ -16,6 +16,8 @@ from collections.abc import Mapping
 
 #: The module every container runs (``python -m``), unless the user names another.
 TASK_MODULE = "tfyarn_jupyter.container"
+#: TensorFlow's hdfs:// plugin as the client built it (tfyarn_jupyter.hadoop.tf_filesystem).
+TF_HDFS_PLUGIN = "tfyarn_tf_hdfs.so"
 #: The experiment function, pickled with cloudpickle, in the container's folder.
 PAYLOAD = "experiment.pkl"
 #: The notebook's own modules and editable installs, zipped; on the tasks' ``PYTHONPATH``.
@@ -27,7 +29,7 @@ ENV_DIR = "env"
 #: The ``pip_packages`` overlay, unpacked by YARN; on the tasks' ``PYTHONPATH``.
 OVERLAY = "overlay"
 #: Names in the container's folder that user ``files`` may not take.
-RESERVED_NAMES = frozenset({"", ".", "..", ENV_DIR, ENV_TAR, OVERLAY, PAYLOAD})
+RESERVED_NAMES = frozenset({"", ".", "..", ENV_DIR, ENV_TAR, OVERLAY, PAYLOAD, TF_HDFS_PLUGIN})
 
 #: The task types that train (the rest serve variables or evaluate).
 TRAINERS = ("chief", "worker")

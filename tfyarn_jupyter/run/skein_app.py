@@ -10,6 +10,7 @@ allocated.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import shlex
 import subprocess
@@ -27,7 +28,7 @@ import skein
 from tfyarn_jupyter.core import program
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import SpecError, TaskSpec
-from tfyarn_jupyter.hadoop import filesystem, resourcemanager
+from tfyarn_jupyter.hadoop import filesystem, resourcemanager, tf_filesystem
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import (
     ENV_DIR,
@@ -36,6 +37,7 @@ from tfyarn_jupyter.protocol.contract import (
     PAYLOAD,
     SOURCES,
     TASK_MODULE,
+    TF_HDFS_PLUGIN,
     TaskContract,
 )
 from tfyarn_jupyter.ship import layered_launch, packing
@@ -43,6 +45,8 @@ from tfyarn_jupyter.ship import layered_launch, packing
 #: Where the nodes' interpreter is, for a ``pyenv_archive`` built elsewhere.
 INTERPRETER_VAR = "TFYARN_INTERPRETER"
 #: The container side's entry point.
+
+logger = logging.getLogger("tfyarn_jupyter")
 
 
 def serialise(experiment_fn: Callable[[], Any]) -> bytes:
@@ -279,7 +283,22 @@ def _shipped_files(
         pythonpath.append(OVERLAY)
     for target, src in options.files.items():
         shipped[target] = skein.File(source=str(src))
+    if report is not None:  # the client's own environment: its TensorFlow is the tasks'
+        plugin = _timed(phases, "tf_hdfs_plugin", _tf_hdfs_plugin)
+        if plugin is not None:
+            shipped[TF_HDFS_PLUGIN] = skein.File(source=str(plugin), type="file")
     return shipped, pythonpath
+
+
+def _tf_hdfs_plugin() -> Path | None:
+    """The client's build of TensorFlow's hdfs:// plugin, shipped so that a node needs no
+    compiler; None (the tasks build their own, or say why they cannot) where this
+    environment has no TensorFlow or no compiler."""
+    try:
+        return tf_filesystem.build()
+    except (tf_filesystem.PluginError, OSError) as exc:
+        logger.info("hdfs:// plugin for TensorFlow not shipped (%s): the tasks build it", exc)
+        return None
 
 
 def prepare(
