@@ -22,6 +22,7 @@ from .launches import launches
 from .layers import layers
 from .packing import packing
 from .stats import render_markdown
+from .tf_hdfs import tf_hdfs
 from .tfyarn070 import tfyarn070
 from .watching import watching
 
@@ -63,8 +64,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="output folder")
     parser.add_argument("--only", default="",
-                        help="comma-separated sections: launches,packing,hdfs,watching,bare,"
-                             "sandbox,tfyarn070,current_tf,layers (default: all)")  # fmt: skip
+                        help="comma-separated sections: launches,packing,hdfs,tf_hdfs,watching,"
+                             "bare,sandbox,tfyarn070,current_tf,layers (default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be >= 1")
@@ -78,6 +79,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("watching", watching, True),
         ("packing", packing, True),
         ("hdfs", hdfs_clients, True),
+        ("tf_hdfs", tf_hdfs, True),
         ("sandbox", sandbox_start, cfg.sandbox_start),
         ("launches", launches, True),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),

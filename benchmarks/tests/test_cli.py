@@ -43,6 +43,7 @@ def test_sections_run_in_order_and_smoke_skips_the_sandbox_start_baselines_and_k
         "watching",
         "packing",
         "hdfs",
+        "tf_hdfs",
         "sandbox",
         "launches",
         "tfyarn070",

@@ -163,26 +163,34 @@ class StreamingReader:
         self._end = -1  # where the previous read ended
 
     def read(self, offset: int, n: int) -> bytes:
+        out = bytearray()
+        self.read_into(offset, n, lambda at, part: out.extend(part))
+        return bytes(out)
+
+    def read_into(self, offset: int, n: int, sink: Callable[[int, Any], None]) -> int:
+        """Hand the bytes ``[offset, offset + n)`` (fewer at the end of the file) to
+        ``sink(position in the read, bytes-like)`` as they arrive; how many there were."""
         with self.lock:
             if offset >= self.size or n <= 0:
-                return b""
+                return 0
             n = min(n, self.size - offset)
             if offset != self._end:
                 self._stream, self._pending = None, memoryview(b"")
                 self._end = offset + n
-                return bytes(self.reader.read_range(offset, n))
+                sink(0, self.reader.read_range(offset, n))
+                return n
             if self._stream is None:
                 self._stream = iter(self.reader.read_range_stream(offset, self.size - offset))
-            parts, need = [], n
-            while need:
+            done = 0
+            while done < n:
                 if not self._pending:
                     self._pending = memoryview(next(self._stream))
-                take = self._pending[:need]
-                parts.append(take)
+                take = self._pending[: n - done]
+                sink(done, take)
                 self._pending = self._pending[len(take) :]
-                need -= len(take)
+                done += len(take)
             self._end = offset + n
-            return b"".join(parts)
+            return n
 
 
 class Bridge:
@@ -214,6 +222,18 @@ class Bridge:
 
     def read(self, handle: int, offset: int, n: int) -> bytes:
         return self.files[handle].read(offset, n)
+
+    def read_into(self, handle: int, offset: int, n: int, buffer: int) -> int:
+        """Read into the C buffer at address ``buffer``: each part copied once, as it comes."""
+
+        if n <= 0:
+            return 0
+        dst = memoryview((ctypes.c_char * n).from_address(buffer)).cast("B")
+
+        def sink(at: int, part: Any) -> None:
+            dst[at : at + len(part)] = part
+
+        return int(self.files[handle].read_into(offset, n, sink))
 
     def open_write(self, uri: str, append: bool) -> int:
         import hdfs_native
@@ -348,11 +368,10 @@ def c_callbacks(bridge: Bridge, lib: Any) -> _Callbacks:
         return raw.decode()
 
     def read(status: int, handle: int, offset: int, n: int, buffer: int) -> int:
-        data = bridge.read(handle, offset, n)
-        ctypes.memmove(buffer, data, len(data))
-        if len(data) < n:
+        got = bridge.read_into(handle, offset, n, buffer)
+        if got < n:
             lib.tfyarn_set_status(ctypes.c_void_p(status), OUT_OF_RANGE, b"read past the end")
-        return len(data)
+        return got
 
     def stat(status: int, uri: bytes, length: Any, mtime: Any, isdir: Any) -> None:
         length[0], mtime[0], isdir[0] = bridge.stat(text(uri))

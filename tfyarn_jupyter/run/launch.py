@@ -38,7 +38,7 @@ from tfyarn_jupyter.run.result import (
     read_event_log,
     write_event_log,
 )
-from tfyarn_jupyter.ship import layered_launch, packing
+from tfyarn_jupyter.ship.shipped import ShippedEnv
 
 logger = logging.getLogger("tfyarn_jupyter")
 
@@ -88,9 +88,7 @@ class Run:
         self.nb_retries = nb_retries
         self.detached = detached
         self.phases = dict(prepared.phases) if prepared else {}
-        self.env_report: packing.EnvReport | layered_launch.LayersReport | None = (
-            prepared.env_report if prepared else None
-        )
+        self.env_report: ShippedEnv | None = prepared.env_report if prepared else None
         self.submitted_at = time.time()
         self._prepared = prepared
         self._env = redact_env(env or {})

@@ -32,7 +32,6 @@ from tfyarn_jupyter.hadoop import filesystem, resourcemanager, tf_filesystem
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import (
     ENV_DIR,
-    ENV_TAR,
     OVERLAY,
     PAYLOAD,
     SOURCES,
@@ -41,6 +40,7 @@ from tfyarn_jupyter.protocol.contract import (
     TaskContract,
 )
 from tfyarn_jupyter.ship import layered_launch, packing
+from tfyarn_jupyter.ship.shipped import ShippedEnv
 
 #: Where the nodes' interpreter is, for a ``pyenv_archive`` built elsewhere.
 INTERPRETER_VAR = "TFYARN_INTERPRETER"
@@ -193,7 +193,7 @@ class Prepared:
     task_specs: dict[str, TaskSpec]
     contract: TaskContract
     phases: dict[str, float]
-    env_report: packing.EnvReport | layered_launch.LayersReport | None
+    env_report: ShippedEnv | None
     #: Holds the payload and sources the spec names: kept while a retry may resubmit them.
     workdir: tempfile.TemporaryDirectory
 
@@ -235,7 +235,7 @@ def _stage(experiment_fn: Callable[[], Any], options: LaunchOptions) -> _Staged:
 
 def _environment(
     options: LaunchOptions, phases: dict[str, float], experiment_fn: Callable[[], Any]
-) -> tuple[Any, str, str]:
+) -> tuple[ShippedEnv | None, str, str]:
     """``(env report or None, archive, interpreter)``: the packed venv, or the user's archive."""
     if options.pyenv_archive is not None:
         return None, options.pyenv_archive, os.environ.get(INTERPRETER_VAR, "/usr/bin/env")
@@ -256,17 +256,17 @@ def _timed(phases: dict[str, float], name: str, fn: Callable[[], Any]) -> Any:
 
 
 def _shipped_files(
-    staged: _Staged, options: LaunchOptions, report: Any, archive: str, phases: dict[str, float]
+    staged: _Staged,
+    options: LaunchOptions,
+    report: ShippedEnv | None,
+    archive: str,
+    phases: dict[str, float],
 ) -> tuple[dict[str, skein.File], list[str]]:
     """The container's folder (``{name: skein.File}``) and its ``PYTHONPATH`` entries."""
     pythonpath = ["."]
     shipped = {PAYLOAD: skein.File(source=str(staged.payload), type="file")}
-    if isinstance(report, layered_launch.LayersReport):
-        shipped.update(layered_launch.spec_files(report))
-    elif report is not None:
-        # Our own tar: shipped as a file (kept by each NodeManager between runs, as the
-        # visibility says) and unpacked by the service script.
-        shipped[ENV_TAR] = skein.File(source=archive, type="file", visibility="private")
+    if report is not None:
+        shipped.update(report.container_files())
     else:
         shipped[ENV_DIR] = skein.File(
             source=file_source(archive), type="archive", visibility="private"
@@ -333,9 +333,7 @@ def prepare(
         raise
     topology = {t: s.instances for t, s in task_specs.items()}
     contract = options.contract(topology, env_key=report.key if report else "", program=kind)
-    prelude = ""
-    if isinstance(report, layered_launch.LayersReport):
-        prelude = layered_launch.assembly_script(report)
+    prelude = report.assembly() if report is not None else ""
     script = service_script(
         interpreter,
         pythonpath,

@@ -66,6 +66,12 @@ class LayersReport:
     def size(self) -> int:
         return sum(layer.size for layer in self.layers)
 
+    def container_files(self) -> dict[str, skein.File]:
+        return spec_files(self)
+
+    def assembly(self) -> str:
+        return assembly_script(self)
+
 
 def site_rel(prefix: Path) -> str:
     """The venv's site-packages folder, relative to it."""

@@ -34,7 +34,10 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+import skein
+
 from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.protocol.contract import ENV_TAR
 
 _SKIP_DIRS = {
     "__pycache__", ".git", ".hg", ".venv", "venv", "node_modules", ".ipynb_checkpoints",
@@ -56,6 +59,14 @@ class EnvReport:
     uploaded: bool = False
     size: int = 0
     times: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def container_files(self) -> dict[str, skein.File]:
+        """The tar, as a file each NodeManager keeps between runs (the service script
+        unpacks it once per node)."""
+        return {ENV_TAR: skein.File(source=self.archive, type="file", visibility="private")}
+
+    def assembly(self) -> str:
+        return ""  # service.sh unpacks the tar itself
 
 
 def cache_dir() -> Path:
