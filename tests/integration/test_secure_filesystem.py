@@ -240,3 +240,47 @@ def test_tokens_are_renewed_for_a_task_longer_than_their_renew_interval(alice, a
     print(f"last write {written_at - got['submitted']:.0f}s after submission ({last})")
     assert written_at - got["submitted"] > renew_s + 10
     assert f"ns-{last.split('-')[1]}" in got["files"]
+
+
+# -- TensorFlow's hdfs:// plugin as alice and mallory ----------------------------------------
+TF_READS = textwrap.dedent(
+    """
+    import json, sys
+    from tfyarn_jupyter.hadoop import tf_filesystem
+    tf_filesystem.register()
+    import tensorflow as tf
+    out = {}
+    for uri in sys.argv[1:]:
+        try:
+            out[uri] = {"lines": sum(1 for _ in tf.data.TextLineDataset(uri)),
+                        "listed": tf.io.gfile.listdir(uri.rsplit("/", 1)[0])}
+        except tf.errors.OpError as exc:
+            out[uri] = {"error": type(exc).__name__, "message": exc.message}
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+def _tf_reads(box: Sandbox, user: str, *uris: str) -> dict:
+    import json
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", TF_READS, *uris], env=as_user(box, user),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line, f"rc={proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def test_tensorflow_reads_alices_data_through_viewfs_and_the_nameservice_and_refuses_mallory(
+    alice, alice_dir
+):
+    filesystem.write_bytes(f"{alice_dir}/data.csv", b"1,2\n3,4\n5,6\n")
+    viewfs, ns = f"{VIEWFS}{alice_dir}/data.csv", f"{NAMESERVICE}{alice_dir}/data.csv"
+    as_alice = _tf_reads(alice, "alice", viewfs, ns)
+    assert as_alice[viewfs] == as_alice[ns] == {"lines": 3, "listed": ["data.csv"]}, as_alice
+    as_mallory = _tf_reads(alice, "mallory", viewfs)[viewfs]
+    assert as_mallory["error"] == "PermissionDeniedError", as_mallory
+    assert "Permission denied: user=mallory" in as_mallory["message"], as_mallory

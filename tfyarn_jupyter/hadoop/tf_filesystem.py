@@ -23,6 +23,7 @@ raw client's speed (docs/performance.md has the figures).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.abc
@@ -55,6 +56,15 @@ FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED = 9, 11, 12
 
 class PluginError(RuntimeError):
     """The plugin could not be built or loaded: the message says why and what to do."""
+
+
+class Refused(Exception):
+    """An operation TensorFlow's contract refuses (a folder opened as a file...), with the
+    status code the contract names. Not an ``OSError``, so no HDFS error handling rewords it."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # -- building ---------------------------------------------------------------------------
@@ -139,6 +149,8 @@ def find_or_build() -> Path:
 # -- the callbacks ----------------------------------------------------------------------
 def status_code(exc: BaseException) -> int:
     """TensorFlow's code for an exception of hdfs-native or :mod:`.filesystem`."""
+    if isinstance(exc, Refused):
+        return exc.code
     if isinstance(exc, FileNotFoundError):
         return NOT_FOUND
     if isinstance(exc, FileExistsError):
@@ -197,15 +209,22 @@ class Bridge:
     """The Python side of the plugin: open files by handle, and one method per operation.
 
     ``locate(uri) -> (client, path)`` finds the HDFS client for a URI (by default
-    :func:`.filesystem.locate`: nameservices, viewfs, the caller's credentials).
+    :func:`.filesystem.locate`: nameservices, viewfs, the caller's credentials);
+    ``errors(uri)`` turns hdfs-native's exceptions into ones that say what HDFS said
+    (by default :func:`.filesystem.errors`: a refusal is a ``PermissionError``).
     """
 
-    def __init__(self, locate: Callable[[str], tuple[Any, str]] | None = None) -> None:
-        if locate is None:
-            from tfyarn_jupyter.hadoop.filesystem import locate as hdfs_locate
+    def __init__(
+        self,
+        locate: Callable[[str], tuple[Any, str]] | None = None,
+        errors: Callable[[str], contextlib.AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        if locate is None or errors is None:
+            from tfyarn_jupyter.hadoop import filesystem
 
-            locate = hdfs_locate
-        self.locate = locate
+            locate = locate or filesystem.locate
+            errors = errors or filesystem.errors
+        self.locate, self.errors = locate, errors
         self.files: dict[int, Any] = {}
         self._ids = itertools.count(1)
 
@@ -215,10 +234,11 @@ class Bridge:
         return handle
 
     def open_read(self, uri: str) -> int:
-        client, path = self.locate(uri)
-        if client.get_file_info(path).isdir:
-            raise IsADirectoryError(f"{uri} is a directory")
-        return self._open(StreamingReader(client.read(path)))
+        with self.errors(uri):
+            client, path = self.locate(uri)
+            if client.get_file_info(path).isdir:
+                raise Refused(FAILED_PRECONDITION, f"{uri} is a directory")
+            return self._open(StreamingReader(client.read(path)))
 
     def read(self, handle: int, offset: int, n: int) -> bytes:
         return self.files[handle].read(offset, n)
@@ -236,7 +256,8 @@ class Bridge:
         return int(self.files[handle].read_into(offset, n, sink))
 
     def open_write(self, uri: str, append: bool) -> int:
-        import hdfs_native
+        with self.errors(uri):
+            import hdfs_native
 
         client, path = self.locate(uri)
         if append and self._exists(client, path):
@@ -275,45 +296,51 @@ class Bridge:
             return False
 
     def exists(self, uri: str) -> None:
-        client, path = self.locate(uri)
-        client.get_file_info(path)  # FileNotFoundError: NOT_FOUND
+        with self.errors(uri):
+            client, path = self.locate(uri)
+            client.get_file_info(path)  # FileNotFoundError: NOT_FOUND
 
     def stat(self, uri: str) -> tuple[int, int, bool]:
-        client, path = self.locate(uri)
-        st = client.get_file_info(path)
-        return int(st.length), int(st.modification_time) * 1_000_000, bool(st.isdir)
+        with self.errors(uri):
+            client, path = self.locate(uri)
+            st = client.get_file_info(path)
+            return int(st.length), int(st.modification_time) * 1_000_000, bool(st.isdir)
 
     def list(self, uri: str) -> list[str]:
-        client, path = self.locate(uri)
-        if not client.get_file_info(path).isdir:
-            raise NotADirectoryError(f"{uri} is not a directory")
-        return [posixpath.basename(st.path.rstrip("/")) for st in client.list_status(path)]
+        with self.errors(uri):
+            client, path = self.locate(uri)
+            if not client.get_file_info(path).isdir:
+                raise Refused(FAILED_PRECONDITION, f"{uri} is not a directory")
+            return [posixpath.basename(st.path.rstrip("/")) for st in client.list_status(path)]
 
     def mkdir(self, uri: str, recursive: bool) -> None:
-        client, path = self.locate(uri)
-        if not recursive and self._exists(client, path):
-            raise FileExistsError(f"{uri} already exists")
-        client.mkdirs(path, create_parent=recursive)
+        with self.errors(uri):
+            client, path = self.locate(uri)
+            if not recursive and self._exists(client, path):
+                raise Refused(ALREADY_EXISTS, f"{uri} already exists")
+            client.mkdirs(path, create_parent=recursive)
 
     def remove(self, uri: str, kind: int) -> None:
         """``kind``: 0 a file, 1 an empty folder, 2 a folder and everything in it."""
-        client, path = self.locate(uri)
-        isdir = client.get_file_info(path).isdir  # FileNotFoundError: NOT_FOUND
-        if kind == 0 and isdir:
-            raise IsADirectoryError(f"{uri} is a directory")
-        if kind == 1 and not isdir:
-            raise NotADirectoryError(f"{uri} is not a directory")
-        if kind == 1 and next(iter(client.list_status(path)), None) is not None:
-            raise OSError(f"{uri} is not empty")
-        client.delete(path, recursive=kind == 2)
+        with self.errors(uri):
+            client, path = self.locate(uri)
+            isdir = client.get_file_info(path).isdir  # FileNotFoundError: NOT_FOUND
+            if kind == 0 and isdir:
+                raise Refused(FAILED_PRECONDITION, f"{uri} is a directory")
+            if kind == 1 and not isdir:
+                raise Refused(FAILED_PRECONDITION, f"{uri} is not a directory")
+            if kind == 1 and next(iter(client.list_status(path)), None) is not None:
+                raise Refused(FAILED_PRECONDITION, f"{uri} is not empty")
+            client.delete(path, recursive=kind == 2)
 
     def rename(self, src: str, dst: str) -> None:
-        client, src_path = self.locate(src)
-        dst_client, dst_path = self.locate(dst)
-        if dst_client is not client:
-            raise OSError(f"cannot rename across filesystems: {src} -> {dst}")
-        # TensorFlow's rename replaces a file at the target, as POSIX's does.
-        client.rename(src_path, dst_path, overwrite=True)
+        with self.errors(src):
+            client, src_path = self.locate(src)
+            dst_client, dst_path = self.locate(dst)
+            if dst_client is not client:
+                raise Refused(UNIMPLEMENTED, f"cannot rename across filesystems: {src} -> {dst}")
+            # TensorFlow's rename replaces a file at the target, as POSIX's does.
+            client.rename(src_path, dst_path, overwrite=True)
 
 
 # -- the C side -------------------------------------------------------------------------

@@ -135,8 +135,9 @@ def test_sequential_reads_come_from_one_stream_and_a_jump_is_a_ranged_read(bridg
 
 def test_opening_a_folder_or_a_missing_file_for_reading_fails_with_the_right_error(bridge, hdfs):
     hdfs.dirs.add("/d")
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(tfs.Refused, match="is a directory") as refused:
         bridge.open_read("hdfs://nn/d")
+    assert refused.value.code == tfs.FAILED_PRECONDITION
     with pytest.raises(FileNotFoundError):
         bridge.open_read("hdfs://nn/none")
 
@@ -148,24 +149,25 @@ def test_stat_lists_and_folders(bridge, hdfs):
     assert bridge.stat("hdfs://nn/d/a") == (3, 7_000_000, False)
     assert bridge.stat("hdfs://nn/d")[2] is True
     assert bridge.list("hdfs://nn/d") == ["a", "sub"]
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(tfs.Refused, match="not a directory"):
         bridge.list("hdfs://nn/d/a")
     with pytest.raises(FileNotFoundError):
         bridge.exists("hdfs://nn/nothing")
     bridge.exists("hdfs://nn/d/a")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(tfs.Refused, match="already exists") as exists:
         bridge.mkdir("hdfs://nn/d", recursive=False)
+    assert exists.value.code == tfs.ALREADY_EXISTS
     bridge.mkdir("hdfs://nn/d", recursive=True)  # already there: fine, as makedirs
 
 
 def test_delete_kinds_refuse_what_tensorflow_refuses(bridge, hdfs):
     hdfs.dirs.update({"/d", "/e"})
     hdfs.files["/d/a"] = b"x"
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(tfs.Refused, match="is a directory"):
         bridge.remove("hdfs://nn/d", 0)
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(tfs.Refused, match="not a directory"):
         bridge.remove("hdfs://nn/d/a", 1)
-    with pytest.raises(OSError, match="not empty"):
+    with pytest.raises(tfs.Refused, match="not empty"):
         bridge.remove("hdfs://nn/d", 1)
     bridge.remove("hdfs://nn/e", 1)
     bridge.remove("hdfs://nn/d", 2)
@@ -183,7 +185,7 @@ def test_rename_replaces_the_target_as_posix_does(bridge, hdfs):
 def test_rename_across_filesystems_is_refused():
     one, two = FakeClient(), FakeClient()
     b = tfs.Bridge(lambda uri: (one if "nn1" in uri else two, "/x"))
-    with pytest.raises(OSError, match="across filesystems"):
+    with pytest.raises(tfs.Refused, match="across filesystems"):
         b.rename("hdfs://nn1/x", "hdfs://nn2/x")
 
 
@@ -196,6 +198,7 @@ def test_rename_across_filesystems_is_refused():
         (IsADirectoryError("x"), tfs.FAILED_PRECONDITION),
         (NotADirectoryError("x"), tfs.FAILED_PRECONDITION),
         (RuntimeError("RPC failed"), tfs.UNKNOWN),
+        (tfs.Refused(tfs.FAILED_PRECONDITION, "is a directory"), tfs.FAILED_PRECONDITION),
     ],
 )
 def test_exceptions_become_tensorflows_status_codes(exc, code):
@@ -235,3 +238,20 @@ def test_no_tensorflow_is_a_clear_error(monkeypatch):
 
 def test_the_plugins_source_ships_in_the_package():
     assert Path(tfs.SOURCE).is_file() and "TF_InitPlugin" in Path(tfs.SOURCE).read_text()
+
+
+def test_hdfs_refusals_reach_tensorflow_as_permission_denied_with_hdfs_reason(hdfs):
+    """hdfs-native raises HDFS's AccessControlException as a RuntimeError; the bridge's
+    default error handling makes it a PermissionError that quotes HDFS."""
+
+    def refuse(path):
+        raise RuntimeError(
+            'RPCError("org.apache.hadoop.security.AccessControlException", "Permission denied: '
+            'user=mallory, access=READ, inode=\\"/user/alice/x\\":alice:alice:-rw-------")'
+        )
+
+    hdfs.get_file_info = refuse
+    bridge = tfs.Bridge(lambda uri: (hdfs, "/user/alice/x"))
+    with pytest.raises(PermissionError, match="Permission denied: user=mallory") as denied:
+        bridge.open_read("hdfs://nn/user/alice/x")
+    assert tfs.status_code(denied.value) == tfs.PERMISSION_DENIED
