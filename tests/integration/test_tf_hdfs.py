@@ -212,3 +212,18 @@ def test_an_estimator_reads_its_csv_from_hdfs(hdfs_data, runs):
     runs.append(run)
     assert run.wait(timeout=RUN_TIMEOUT_S).final_status == "SUCCEEDED"
     assert "checkpoint" in filesystem.client().list(filesystem.strip_scheme(out))
+
+
+@pytest.mark.tf215_only
+def test_model_to_estimator_writes_its_first_checkpoint_into_an_hdfs_model_dir(hdfs_data):
+    """What tf-yarn's keras example does in the notebook, before anything is submitted."""
+    import tensorflow as tf
+
+    tf_filesystem.register()
+    model_dir = f"{hdfs_data}/m2e-{unique('dir')}"
+    model = tf.keras.Sequential([tf.keras.Input(shape=(N_FEATURES,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    estimator = tf.keras.estimator.model_to_estimator(keras_model=model, model_dir=model_dir)
+    assert estimator.model_dir == model_dir
+    names = set(filesystem.client().list(filesystem.strip_scheme(f"{model_dir}/keras")))
+    assert any(n.startswith("keras_model.ckpt") for n in names), names
