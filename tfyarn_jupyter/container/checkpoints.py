@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from tfyarn_jupyter.container.log import log
+from tfyarn_jupyter.container.uploader import BackgroundPusher
 
 #: Schemes TensorFlow's wheels cannot open: synced through hdfs_native.
 REMOTE_SCHEMES = ("hdfs", "viewfs")
@@ -340,23 +341,33 @@ class ModelDir:
 
 
 # -- TensorFlow glue (TensorFlow imported lazily) ------------------------------
-def _push_logged(md: ModelDir) -> None:
+def background_pusher(md: ModelDir) -> BackgroundPusher:
+    """A thread pushing ``md``'s newest checkpoint whenever asked (:mod:`.uploader`)."""
+    return BackgroundPusher(md.push_checkpoint, _log)
+
+
+def finish_pushes(pusher: BackgroundPusher, timeout_s: float = 600.0) -> None:
+    """At the end of training, or when it failed: the newest checkpoint pushed, the thread
+    stopped. A push that still fails raises (:class:`.uploader.PushFailed`)."""
     try:
-        md.push_checkpoint()
-    except Exception as exc:  # the next save pushes again, and the end of training
-        _log(f"push to {md.uri} failed, retried after the next save: {exc!r}")
+        pusher.flush(timeout_s)
+    finally:
+        pusher.close()
+        _log(f"pushes: {pusher.stats}")
 
 
 def estimator_listener(md: ModelDir) -> Any:
-    """A ``tf.estimator.CheckpointSaverListener`` pushing each checkpoint (TF <= 2.15), for
-    ``TrainSpec(saving_listeners=...)``. A failed push is retried at the next save."""
+    """A ``tf.estimator.CheckpointSaverListener`` pushing each checkpoint beside training
+    (TF <= 2.15), for ``TrainSpec(saving_listeners=...)``; the last one before the end."""
     import tensorflow as tf
+
+    pusher = background_pusher(md)
 
     class PushListener(tf.estimator.CheckpointSaverListener):
         def after_save(self, session: Any, global_step_value: int) -> None:
-            _push_logged(md)
+            pusher.request()
 
         def end(self, session: Any, global_step_value: int) -> None:
-            md.push_checkpoint()
+            finish_pushes(pusher)
 
     return PushListener()

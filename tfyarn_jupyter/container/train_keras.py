@@ -136,10 +136,15 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=MAX_TO_KEEP)
     step = restore(task, checkpoint, md.local)
     params = fit_params(experiment, strategy_name, "evaluator" in task.topology, step)
-    saver = CheckpointSaver(manager, md if is_chief else None, model, step)
+    pusher = modeldir.background_pusher(md) if is_chief and md.remote else None
+    saver = CheckpointSaver(manager, pusher, model, step)
     params["callbacks"] += [keras_callback(saver), progress.ProgressCallback()]
     task.put("train_start")
-    model.fit(**params)
+    try:
+        model.fit(**params)
+    finally:  # a failed fit still leaves its last checkpoint on HDFS
+        if pusher is not None:
+            modeldir.finish_pushes(pusher)
     task.put("train_stop")
     if is_chief:
         md.push_all()
@@ -148,10 +153,11 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
 
 
 class CheckpointSaver:
-    """Save a numbered checkpoint at each epoch's end and the training's; push the chief's."""
+    """Save a numbered checkpoint at each epoch's end and the training's; ask the chief's
+    pusher (:mod:`.uploader`) to push it beside training."""
 
-    def __init__(self, manager: Any, md: Any, model: Any, step: int = 0) -> None:
-        self.manager, self.md, self.model = manager, md, model
+    def __init__(self, manager: Any, pusher: Any, model: Any, step: int = 0) -> None:
+        self.manager, self.pusher, self.model = manager, pusher, model
         self.last_step = step
 
     def save(self) -> None:
@@ -160,8 +166,8 @@ class CheckpointSaver:
             return
         self.manager.save(checkpoint_number=step)
         self.last_step = step
-        if self.md is not None:
-            self.md.push_checkpoint()
+        if self.pusher is not None:
+            self.pusher.request()
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         self.save()

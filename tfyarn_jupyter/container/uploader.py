@@ -1,0 +1,126 @@
+"""Container side: checkpoint pushes beside training, not inside its loop.
+
+HDFS takes about half a second to close each file a push writes, and a checkpoint of a
+few GB takes seconds more to upload: a push inside the training loop stops training for
+that long at every save. A :class:`BackgroundPusher` takes the push off the loop: the
+training thread only asks for one (:meth:`~BackgroundPusher.request` returns at once);
+one thread per task pushes whatever checkpoint is newest when it gets to it, so a save
+made while another is being pushed is not queued behind it (the queue holds one request,
+and older checkpoints are skipped). A push keeps its atomic order (temporary names,
+renames, the ``checkpoint`` index last: :meth:`.checkpoints.ModelDir.push_checkpoint`),
+so the evaluator and a resumed run only ever see complete checkpoints. A failed push is
+logged and tried again with a backoff; :meth:`~BackgroundPusher.flush`, at the end of
+training, waits for the newest checkpoint to be pushed and raises if it cannot be: a
+checkpoint is never lost silently.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+#: Seconds between tries of a failing push: doubled each time, up to the last.
+BACKOFF_S = (1.0, 2.0, 4.0, 8.0)
+
+
+class PushFailed(RuntimeError):
+    """The newest checkpoint could not be pushed before the deadline: the message says why."""
+
+
+class BackgroundPusher:
+    """One thread pushing a model dir's newest checkpoint whenever asked.
+
+    ``push()`` pushes the newest local checkpoint (and may find nothing new); ``log``
+    receives one line per failure and per skipped checkpoint.
+    """
+
+    def __init__(
+        self,
+        push: Callable[[], Any],
+        log: Callable[[str], None],
+        backoff_s: tuple[float, ...] = BACKOFF_S,
+    ) -> None:
+        self._push, self._log, self._backoff = push, log, backoff_s
+        self._cond = threading.Condition()
+        self._pending = False
+        self._busy = False
+        self._closed = False
+        self._failures = 0
+        self.last_error: BaseException | None = None
+        #: What happened: pushes made, requests folded into a later push, failed tries.
+        self.stats = {"pushes": 0, "skipped": 0, "failed": 0, "push_s": 0.0}
+        self._thread = threading.Thread(target=self._loop, name="tfyarn-pusher", daemon=True)
+        self._thread.start()
+
+    def request(self) -> None:
+        """Ask for a push of the newest checkpoint (a save was made); returns at once."""
+        self._ask(save=True)
+
+    def _ask(self, save: bool) -> None:
+        with self._cond:
+            if self._pending and save:
+                self.stats["skipped"] += 1  # the push to come takes the newest anyway
+            self._pending = True
+            self._cond.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending and self._closed:
+                    return
+                self._pending, self._busy = False, True
+            ok = self._try_push()
+            with self._cond:
+                self._busy = False
+                if not ok:
+                    self._pending = True  # tried again after the backoff
+                self._cond.notify_all()
+            if not ok:
+                self._sleep(self._backoff[min(self._failures, len(self._backoff)) - 1])
+
+    def _try_push(self) -> bool:
+        t0 = time.monotonic()
+        try:
+            self._push()
+        except Exception as exc:
+            self._failures += 1
+            self.last_error = exc
+            self.stats["failed"] += 1
+            self._log(f"push failed (try {self._failures}), tried again: {exc!r}")
+            return False
+        self._failures, self.last_error = 0, None
+        self.stats["pushes"] += 1
+        self.stats["push_s"] += time.monotonic() - t0
+        return True
+
+    def _sleep(self, seconds: float) -> None:
+        with self._cond:  # a close or a flush does not wait out the backoff
+            self._cond.wait_for(lambda: self._closed, timeout=seconds)
+
+    def flush(self, timeout_s: float = 600.0) -> None:
+        """Push the newest checkpoint and wait until it is on HDFS; :class:`PushFailed` if it
+        is not by ``timeout_s`` (the last try's error as the cause)."""
+        self._ask(save=False)
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._thread.is_alive():
+                    raise PushFailed(
+                        f"the newest checkpoint was not pushed within {timeout_s:.0f} s "
+                        f"({self._failures} failed tries)"
+                    ) from self.last_error
+                self._cond.wait(min(left, 1.0))
+
+    def close(self) -> None:
+        """Stop the thread once what is asked is done (or at once when it keeps failing)."""
+        with self._cond:
+            self._closed = True
+            if self._failures:
+                self._pending = False
+            self._cond.notify_all()
+        self._thread.join(timeout=60)
