@@ -24,6 +24,7 @@ from .packing import packing
 from .stats import render_markdown
 from .tf_hdfs import tf_hdfs
 from .tfyarn070 import tfyarn070
+from .training import training
 from .watching import watching
 
 
@@ -64,8 +65,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="output folder")
     parser.add_argument("--only", default="",
-                        help="comma-separated sections: launches,packing,hdfs,tf_hdfs,watching,"
-                             "bare,sandbox,tfyarn070,current_tf,layers (default: all)")  # fmt: skip
+                        help="comma-separated sections: launches,training,packing,hdfs,"
+                             "tf_hdfs,watching,bare,sandbox,tfyarn070,current_tf,layers "
+                             "(default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be >= 1")
@@ -82,6 +84,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("tf_hdfs", tf_hdfs, True),
         ("sandbox", sandbox_start, cfg.sandbox_start),
         ("launches", launches, True),
+        ("training", training, True),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
         ("current_tf", current_tf, not cfg.smoke),
         ("layers", layers, not cfg.smoke),

@@ -46,6 +46,7 @@ def test_sections_run_in_order_and_smoke_skips_the_sandbox_start_baselines_and_k
         "tf_hdfs",
         "sandbox",
         "launches",
+        "training",
         "tfyarn070",
         "current_tf",
         "layers",

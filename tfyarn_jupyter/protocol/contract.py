@@ -16,6 +16,9 @@ from collections.abc import Mapping
 
 #: The module every container runs (``python -m``), unless the user names another.
 TASK_MODULE = "tfyarn_jupyter.container"
+#: "1": the chief waits for each checkpoint push, as before pushes ran beside training
+#: (the training benchmark's baseline; unset, pushes never stop training).
+SYNC_PUSH_VAR = "TFYARN_SYNC_CHECKPOINT_PUSH"
 #: TensorFlow's hdfs:// plugin as the client built it (tfyarn_jupyter.hadoop.tf_filesystem).
 TF_HDFS_PLUGIN = "tfyarn_tf_hdfs.so"
 #: The experiment function, pickled with cloudpickle, in the container's folder.

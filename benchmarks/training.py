@@ -1,0 +1,135 @@
+"""Training at the speed of a local process: a model whose steps cost what real ones cost.
+
+A wide MLP (512 features, 3 x 1024 units, batch 256: tens of milliseconds a step on one
+core here), a checkpoint at every epoch's end, trained by ``fit``:
+
+- locally, in a fresh process, checkpoints on the local disk (what a user runs first);
+- on YARN, a chief alone with an ``hdfs://`` model dir, its pushes beside training (today);
+- the same with each push waited for (``TFYARN_SYNC_CHECKPOINT_PUSH=1``: before the
+  background pusher), interleaved in each repetition.
+
+Each side's figure is its own ``fit`` time (the chief's ``train_start`` to ``train_stop``
+events), so container start and imports are left out; the chief also reports the seconds
+its saves kept training waiting (writing the checkpoint, and any push it waited for).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+from tfyarn_jupyter.core.spec import KerasExperiment, TaskSpec
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.protocol.contract import SYNC_PUSH_VAR
+from tfyarn_jupyter.run import launch as runs
+from tfyarn_jupyter.run.result import read_event_log
+
+from .core import Bench
+
+SECTION = "training speed: wide MLP, a checkpoint each epoch"
+CHIEF = TaskSpec("2G", 1)
+
+
+def wide_mlp_experiment(model_dir: str, epochs: int, steps: int) -> KerasExperiment:
+    """The benchmark's model on generated data (built inside the task's strategy scope)."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=(4096, 512)).astype("float32")
+    y = (x[:, :8].sum(axis=1) > 0).astype("float32")
+    layers = [tf.keras.Input(shape=(512,))]
+    layers += [tf.keras.layers.Dense(1024, activation="relu") for _ in range(3)]
+    model = tf.keras.Sequential([*layers, tf.keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer="adam", loss="binary_crossentropy")
+
+    def data() -> Any:
+        return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(256).prefetch(2)
+
+    return KerasExperiment(
+        model=model,
+        model_dir=model_dir,
+        train_params={"epochs": epochs, "steps_per_epoch": steps, "verbose": 0},
+        input_data_fn=data,
+    )
+
+
+LOCAL = """
+import json, sys, tempfile, time
+import tensorflow as tf
+from benchmarks.training import wide_mlp_experiment
+epochs, steps = int(sys.argv[1]), int(sys.argv[2])
+exp = wide_mlp_experiment(tempfile.mkdtemp(), epochs, steps)
+ckpt = tf.train.Checkpoint(model=exp.model, optimizer=exp.model.optimizer)
+manager = tf.train.CheckpointManager(ckpt, exp.model_dir, max_to_keep=3)
+saves = []
+class Save(tf.keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        t0 = time.monotonic(); manager.save(); saves.append(time.monotonic() - t0)
+t0 = time.monotonic()
+exp.model.fit(exp.input_data_fn(), callbacks=[Save()], **exp.train_params)
+print(json.dumps({"fit_s": time.monotonic() - t0, "save_s": sum(saves)}))
+"""
+
+
+def local_fit(epochs: int, steps: int) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", LOCAL, str(epochs), str(steps)],
+                         capture_output=True, text=True, timeout=900, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def yarn_fit(bench: Bench, epochs: int, steps: int, synchronous: bool) -> dict[str, float]:
+    """The chief's fit and save seconds on YARN, model dir on HDFS."""
+    model_dir = filesystem.qualify(f"{filesystem.home()}/.tfyarn/bench/mlp-{uuid.uuid4().hex}")
+
+    def experiment_fn() -> KerasExperiment:
+        return wide_mlp_experiment(model_dir, epochs, steps)
+
+    env = {SYNC_PUSH_VAR: "1"} if synchronous else {}
+    try:
+        name = f"tfyarn-bench-mlp-{'sync' if synchronous else 'bg'}"
+        result = runs.run_on_yarn(experiment_fn, {"chief": CHIEF}, env=env, name=name)
+        record = read_event_log(result.app_id) or {}
+        stop = record.get("events", {}).get("tasks", {}).get("chief:0", {}).get("train_stop", {})
+        return {"fit_s": result.training_time_s_per_task["chief:0"],
+                "save_s": float(stop.get("save_s", 0.0))}  # fmt: skip
+    finally:
+        bench.hdfs_delete(filesystem.strip_scheme(model_dir))
+
+
+def training(bench: Bench) -> None:
+    """Steps/s on YARN / local, and the seconds saves kept training waiting, per side."""
+    import cloudpickle
+
+    from . import training as module  # the experiment travels by value: no `benchmarks` there
+
+    cloudpickle.register_pickle_by_value(module)
+    epochs, steps = (4, 25) if bench.cfg.smoke else (10, 40)
+    got: dict[str, list[float]] = {}
+    for rep in range(bench.cfg.reps):
+        local = local_fit(epochs, steps)
+        background = yarn_fit(bench, epochs, steps, synchronous=False)
+        synchronous = yarn_fit(bench, epochs, steps, synchronous=True)
+        figures = {
+            "local fit": local["fit_s"],
+            "YARN fit, pushes beside training": background["fit_s"],
+            "YARN fit, each push waited for (before)": synchronous["fit_s"],
+            "steps/s on YARN / local, pushes beside training": local["fit_s"] / background["fit_s"],
+            "steps/s on YARN / local, each push waited for": local["fit_s"] / synchronous["fit_s"],
+            "saves, local": local["save_s"],
+            "saves, YARN, pushes beside training": background["save_s"],
+            "saves, YARN, each push waited for": synchronous["save_s"],
+        }
+        for name, value in figures.items():
+            got.setdefault(name, []).append(value)
+        bench.log(
+            f"training rep {rep + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
+        )
+    note = f"{epochs} epochs x {steps} steps, batch 256, chief {CHIEF.memory} MiB / 1 vcore"
+    for name, values in got.items():
+        bench.row(SECTION, name, "ratio" if "/" in name else "s", values, note)
+    bench.details["training"] = {"epochs": epochs, "steps": steps, "time": time.time()}
