@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tfyarn_jupyter.hadoop import filesystem, tf_filesystem
+from tfyarn_jupyter.hadoop import filesystem, tf_plugin
 
 from .core import Bench
 
@@ -143,7 +143,7 @@ def tf_hdfs(bench: Bench) -> None:
     """The figures, one value per repetition; the ratios are what the docs report."""
     import tensorflow as tf
 
-    tf_filesystem.register()
+    tf_plugin.register()
     sizes = _sizes(bench.cfg.smoke)
     large, n_files, file_size, ckpt = sizes
     base = filesystem.qualify(f"{filesystem.home()}/.tfyarn/bench/tf-hdfs-{uuid.uuid4().hex[:8]}")

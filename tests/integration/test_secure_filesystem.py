@@ -246,8 +246,8 @@ def test_tokens_are_renewed_for_a_task_longer_than_their_renew_interval(alice, a
 TF_READS = textwrap.dedent(
     """
     import json, sys
-    from tfyarn_jupyter.hadoop import tf_filesystem
-    tf_filesystem.register()
+    from tfyarn_jupyter.hadoop import tf_plugin
+    tf_plugin.register()
     import tensorflow as tf
     out = {}
     for uri in sys.argv[1:]:

@@ -15,7 +15,7 @@ import pytest
 
 from tfyarn_jupyter import Experiment, KerasExperiment, TaskSpec, submit
 from tfyarn_jupyter.core import program
-from tfyarn_jupyter.hadoop import filesystem, tf_filesystem
+from tfyarn_jupyter.hadoop import filesystem, tf_plugin
 
 from .helpers import unique
 
@@ -72,7 +72,7 @@ def hdfs_data(sandbox) -> Iterator[str]:
 def test_tf_data_gfile_checkpoints_and_summaries_open_hdfs_in_this_process(hdfs_data, tmp_path):
     import tensorflow as tf
 
-    tf_filesystem.register()
+    tf_plugin.register()
     assert sorted(tf.io.gfile.listdir(hdfs_data)) == ["records", "train.csv"]
     lines = tf.data.TextLineDataset(f"{hdfs_data}/train.csv")
     assert sum(1 for _ in lines) == N_ROWS
@@ -219,7 +219,7 @@ def test_model_to_estimator_writes_its_first_checkpoint_into_an_hdfs_model_dir(h
     """What tf-yarn's keras example does in the notebook, before anything is submitted."""
     import tensorflow as tf
 
-    tf_filesystem.register()
+    tf_plugin.register()
     model_dir = f"{hdfs_data}/m2e-{unique('dir')}"
     model = tf.keras.Sequential([tf.keras.Input(shape=(N_FEATURES,)), tf.keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")

@@ -18,7 +18,7 @@ from typing import Any
 from tfyarn_jupyter.container import progress
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.container.task import Task, is_estimator
-from tfyarn_jupyter.hadoop import tf_filesystem
+from tfyarn_jupyter.hadoop import tf_plugin
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import TRAINERS
 
@@ -42,7 +42,7 @@ def run(task: Task) -> int:
 
 def _run_role_reporting(task: Task) -> str:
     """Join the cluster and run the role; the traceback if it failed, else ""."""
-    tf_filesystem.register_on_import(
+    tf_plugin.register_on_import(
         lambda exc: log(f"TensorFlow cannot open hdfs:// or viewfs:// paths here: {exc}")
     )
     reporter = progress.Reporter(progress.kv_writer(task.app.kv, task.name), sample=_sampler())

@@ -64,7 +64,7 @@ bool ready(TF_Status* status) {
   if (cb_set) return true;
   TF_SetStatus(status, TF_FAILED_PRECONDITION,
                "tfyarn_jupyter's hdfs:// filesystem was loaded without its Python side: "
-               "call tfyarn_jupyter.hadoop.tf_filesystem.register()");
+               "call tfyarn_jupyter.hadoop.tf_plugin.register()");
   return false;
 }
 

@@ -22,7 +22,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import HTML, display
 
 from tfyarn_jupyter.core.spec import SpecError
-from tfyarn_jupyter.hadoop import tf_filesystem
+from tfyarn_jupyter.hadoop import tf_plugin
 from tfyarn_jupyter.magic.arguments import LaunchArgs, launch_help, parse_launch
 from tfyarn_jupyter.magic.cell import MISSING, cell_function, existing_function, is_empty, python_of
 
@@ -197,7 +197,7 @@ class TfyarnMagics(Magics):
 def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(TfyarnMagics)
     # hdfs:// and viewfs:// for TensorFlow in this kernel, once it is imported (not now).
-    tf_filesystem.register_on_import(_plugin_unavailable)
+    tf_plugin.register_on_import(_plugin_unavailable)
 
 
 def _plugin_unavailable(exc: BaseException) -> None:

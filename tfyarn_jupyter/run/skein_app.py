@@ -28,7 +28,7 @@ import skein
 from tfyarn_jupyter.core import program
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import SpecError, TaskSpec
-from tfyarn_jupyter.hadoop import filesystem, resourcemanager, tf_filesystem
+from tfyarn_jupyter.hadoop import filesystem, resourcemanager, tf_plugin
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import (
     ENV_DIR,
@@ -295,8 +295,8 @@ def _tf_hdfs_plugin() -> Path | None:
     compiler; None (the tasks build their own, or say why they cannot) where this
     environment has no TensorFlow or no compiler."""
     try:
-        return tf_filesystem.build()
-    except (tf_filesystem.PluginError, OSError) as exc:
+        return tf_plugin.build()
+    except (tf_plugin.PluginError, OSError) as exc:
         logger.info("hdfs:// plugin for TensorFlow not shipped (%s): the tasks build it", exc)
         return None
 

@@ -1,11 +1,11 @@
-"""TensorFlow's hdfs:// plugin, its Python side (tfyarn_jupyter.hadoop.tf_filesystem): the
-bridge over a fake HDFS client, status codes, the build's command and cache key. The plugin
-loaded into a real TensorFlow against the sandbox is tests/integration/test_tf_hdfs.py."""
+"""What each filesystem operation of TensorFlow's hdfs:// plugin does
+(tfyarn_jupyter.hadoop.tf_filesystem): the bridge over a fake HDFS client, status codes.
+The plugin loaded into a real TensorFlow against the sandbox is
+tests/integration/test_tf_hdfs.py."""
 
 from __future__ import annotations
 
 import types
-from pathlib import Path
 
 import pytest
 
@@ -203,41 +203,6 @@ def test_rename_across_filesystems_is_refused():
 )
 def test_exceptions_become_tensorflows_status_codes(exc, code):
     assert tfs.status_code(exc) == code
-
-
-def test_the_build_links_tensorflows_framework_and_keys_on_its_files(tmp_path):
-    tf_dir = tmp_path / "tensorflow"
-    header = tf_dir / "include/tensorflow/c/experimental/filesystem/filesystem_interface.h"
-    header.parent.mkdir(parents=True)
-    header.write_text("// header")
-    (tf_dir / "libtensorflow_framework.so.2").write_bytes(b"\x7fELF")
-    cmd = tfs.compile_command(tf_dir, tmp_path / "out.so", "g++")
-    assert cmd[0] == "g++" and str(tfs.SOURCE) in cmd and f"-I{tf_dir / 'include'}" in cmd
-    assert "-l:libtensorflow_framework.so.2" in cmd and "-shared" in cmd
-    key = tfs.build_key(tf_dir)
-    header.write_text("// another TensorFlow's header")
-    assert tfs.build_key(tf_dir) != key
-
-
-def test_a_shipped_build_in_the_containers_folder_wins(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(tfs.PLUGIN_VAR, raising=False)
-    (tmp_path / tfs.TF_HDFS_PLUGIN).write_bytes(b"so")
-    assert tfs.find_or_build() == tmp_path / tfs.TF_HDFS_PLUGIN
-    named = tmp_path / "elsewhere.so"
-    named.write_bytes(b"so")
-    monkeypatch.setenv(tfs.PLUGIN_VAR, str(named))
-    assert tfs.find_or_build() == named
-
-
-def test_no_tensorflow_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(tfs.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(tfs.PluginError, match="TensorFlow is not installed"):
-        tfs.tensorflow_dir()
-
-
-def test_the_plugins_source_ships_in_the_package():
-    assert Path(tfs.SOURCE).is_file() and "TF_InitPlugin" in Path(tfs.SOURCE).read_text()
 
 
 def test_hdfs_refusals_reach_tensorflow_as_permission_denied_with_hdfs_reason(hdfs):
