@@ -24,7 +24,9 @@ import pytest
 from tfyarn_sandbox.site_xml import to_xml
 
 from tfyarn_jupyter import NodeLabel, RunFailed, SpecError, TaskSpec, submit
+from tfyarn_jupyter.hadoop import filesystem, resourcemanager
 from tfyarn_jupyter.hadoop.filesystem import read_conf
+from tfyarn_jupyter.ship import layered_launch, packing
 
 from .helpers import unique
 
@@ -101,7 +103,75 @@ def test_request_that_fits_a_node_but_not_the_queue_with_its_master_is_refused(s
     assert name not in app_names()
 
 
+def test_a_task_module_that_dies_before_reporting_fails_quoting_its_last_error_line(
+    sandbox, runs, tmp_path
+):
+    # A module of one's own, shipped with files=, that imports tf-yarn (not shipped): every
+    # container dies before reporting anything, and skein's master says only "see logs".
+    task = tmp_path / "uses_tf_yarn.py"
+    task.write_text("from tf_yarn import event  # tf-yarn's helpers, not shipped\n")
+    name = unique("tfyarn-test-noreport")
+    run = submit(lambda: None, {"chief": SMALL}, files={"uses_tf_yarn.py": task},
+                 custom_task_module="uses_tf_yarn", name=name)  # fmt: skip
+    runs.append(run)
+    err, _ = wait_failed(run)
+    assert err.task == "chief:0"
+    assert err.traceback.startswith(
+        "chief:0 ended before reporting to tfyarn; the last error in its stderr:\n"
+    )
+    assert err.traceback.endswith("ModuleNotFoundError: No module named 'tf_yarn'")
+    assert "see logs" not in str(err)
+
+
 # -- caught before submission --------------------------------------------------------------
+@pytest.fixture
+def nothing_shipped(monkeypatch) -> list[str]:
+    """The upload and submission steps of a launch, each recorded (and stopped) if reached."""
+    reached: list[str] = []
+
+    def step(name: str):
+        def reached_step(*args, **kwargs):
+            reached.append(name)
+            raise AssertionError(f"{name} reached")
+
+        return reached_step
+
+    monkeypatch.setattr(packing, "ensure_env", step("packing.ensure_env"))
+    monkeypatch.setattr(layered_launch, "launch_layers", step("layered_launch.launch_layers"))
+    monkeypatch.setattr(filesystem, "upload_stream", step("filesystem.upload_stream"))
+    monkeypatch.setattr(resourcemanager, "submit_spec", step("resourcemanager.submit_spec"))
+    return reached
+
+
+def test_a_custom_task_module_that_does_not_exist_is_refused_before_upload_or_submission(
+    sandbox, app_names, nothing_shipped
+):
+    name = unique("tfyarn-test-nomodule")
+    module = "no_such_package_e51b.tasks.train"
+    with pytest.raises(SpecError) as exc:
+        submit(lambda: None, {"chief": SMALL}, custom_task_module=module, name=name)
+    message = str(exc.value)
+    assert message.startswith(f"custom_task_module={module!r} is not in the environment")
+    assert "No module named" in message and "files=" in message
+    assert nothing_shipped == []
+    assert name not in app_names()
+
+
+def test_horovods_gloo_task_is_refused_before_upload_or_submission_saying_what_to_use(
+    sandbox, app_names, nothing_shipped
+):
+    name = unique("tfyarn-test-gloo")
+    module = "tf_yarn.tensorflow.tasks.gloo_allred_task"
+    specs = {"chief": SMALL, "worker": TaskSpec("512M", 1, instances=2)}
+    with pytest.raises(SpecError) as exc:
+        submit(lambda: None, specs, custom_task_module=module, name=name)
+    message = str(exc.value)
+    assert message.startswith(f"custom_task_module={module!r} is tf-yarn's Horovod task")
+    assert "Horovod is not shipped" in message and "return a KerasExperiment" in message
+    assert nothing_shipped == []
+    assert name not in app_names()
+
+
 def test_more_vcores_than_any_node_has_is_refused_before_submission(sandbox, app_names):
     name = unique("tfyarn-test-vcores")
     with pytest.raises(SpecError, match="does not fit any node") as exc:

@@ -46,16 +46,24 @@ _instances = st.one_of(
     _numbers.map(lambda n: f"x{n}"),
     st.sampled_from(["x", "X2", "x0", "*2", "x\u00b2"]),
 )
+_gpus = st.one_of(
+    st.just(""),
+    _numbers.map(lambda n: f"/{n}"),
+    st.sampled_from(["/", "/x", "/-1", "/0", "/2", "//1", "/1/1"]),
+)
 _labels = st.sampled_from(["", "@gpu", "@GPU", "@cpu", "@", "@gpu@gpu", "@gp\u0131"])
 
-#: Strings near the ``MEM/VCORES[xN][@gpu]`` form, valid or slightly off.
+#: Strings near the ``MEM/VCORES[/GPUS][xN][@gpu]`` form, valid or slightly off.
 near_specs = st.builds(
-    lambda pad, mem, unit, slash, vc, inst, label: f"{pad}{mem}{unit}{slash}{vc}{inst}{label}{pad}",
+    lambda pad, mem, unit, slash, vc, gpus, inst, label: (
+        f"{pad}{mem}{unit}{slash}{vc}{gpus}{inst}{label}{pad}"
+    ),
     st.sampled_from(["", " ", "\t"]),
     _numbers,
     _units,
     st.sampled_from(["/", "/", "/", "", "//", ":"]),
     _numbers,
+    _gpus,
     _instances,
     _labels,
 )
@@ -64,7 +72,7 @@ spec_texts = st.one_of(st.text(max_size=30), near_specs)
 
 def names_the_culprit(message: str, text: str) -> bool:
     return repr(text) in message or any(
-        word in message for word in ("memory", "vcores", "instances", "label")
+        word in message for word in ("memory", "vcores", "instances", "label", "gpus")
     )
 
 
@@ -73,6 +81,7 @@ def check_valid_spec(spec: TaskSpec) -> None:
     assert isinstance(spec.vcores, int) and spec.vcores > 0
     assert isinstance(spec.instances, int) and spec.instances > 0
     assert isinstance(spec.label, NodeLabel)
+    assert isinstance(spec.gpus, int) and not isinstance(spec.gpus, bool) and spec.gpus >= 0
     # Plain data and back, and the short form the magic prints and back.
     assert TaskSpec.from_dict(spec.to_dict()) == spec
     assert TaskSpec.parse(str(spec)) == spec

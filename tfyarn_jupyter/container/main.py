@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from tfyarn_jupyter.container import hygiene, roles
+from tfyarn_jupyter.container import gpus, hygiene, roles
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.container.task import Task
 
@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None, app: Any = None) -> int:
     if argv[:1] == ["--exited"]:
         return report_exit(int(argv[1]))
     hygiene.use_container_tmp()  # before TensorFlow is imported
+    devices = gpus.use_assigned_gpus()  # before TensorFlow is imported, too
+    if devices:
+        log(f"GPUs: {','.join(devices)}")
     task = Task(app)
     code = roles.run(task)
     sys.stdout.flush()

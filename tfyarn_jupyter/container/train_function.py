@@ -16,6 +16,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from tfyarn_jupyter.container.gpus import device_ids
+
 if TYPE_CHECKING:
     from tfyarn_jupyter.container.task import Task
 
@@ -33,6 +35,9 @@ class TaskInfo:
     master_port: int
     local_rank: int
     cluster: Mapping[str, list[str]]
+    #: The GPUs this task was given (``CUDA_VISIBLE_DEVICES``, set from YARN's assignment
+    #: where YARN did not set it): indexes or UUIDs; empty when none are known.
+    gpus: tuple[str, ...] = ()
 
     @property
     def task(self) -> str:
@@ -75,7 +80,8 @@ def rank_env(info: TaskInfo) -> dict[str, str]:
 
 
 def task_info(environ: Mapping[str, str] | None = None) -> TaskInfo:
-    """This task's type, index, rank, world size and master, read from ``TF_CONFIG``.
+    """This task's type, index, rank, world size and master, read from ``TF_CONFIG``; its
+    GPUs' ids from ``CUDA_VISIBLE_DEVICES`` (or ``NVIDIA_VISIBLE_DEVICES``).
 
     Raises RuntimeError outside a tfyarn_jupyter task.
     """
@@ -84,7 +90,8 @@ def task_info(environ: Mapping[str, str] | None = None) -> TaskInfo:
         raise RuntimeError("task_info() is only known inside a tfyarn_jupyter task (no TF_CONFIG)")
     config = json.loads(env["TF_CONFIG"])
     task = config.get("task", {})
-    return info_of(config.get("cluster", {}), task.get("type", ""), int(task.get("index", 0)))
+    info = info_of(config.get("cluster", {}), task.get("type", ""), int(task.get("index", 0)))
+    return dataclasses.replace(info, gpus=tuple(device_ids(env)))
 
 
 def run(task: Task, cluster: dict[str, list[str]]) -> None:

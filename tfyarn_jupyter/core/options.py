@@ -20,15 +20,88 @@ from tfyarn_jupyter.protocol import contract
 
 ACL_KINDS = ("view", "modify", "ui")
 MODES = ("experiment", "function")
+#: Task modules that mean something here: the mode they run in, or None for tfyarn's own
+#: task in the mode given. tf-yarn's are criteo/tf-yarn's (0.7.0, and the layouts before):
+#: its default task (``tf_yarn/_env.py``'s INDEPENDENT_WORKERS_MODULE; in ``tf_yarn/tasks/``
+#: from 2019-09 to 2022-01, in ``tf_yarn/`` before, ``_dispatch_task`` before 2018-12) and
+#: ``tf_yarn.distributed.task`` (``tf_yarn/distributed/client.py``'s default).
+MAPPED_TASK_MODULES: Mapping[str, str | None] = {
+    "tf_yarn.tensorflow.tasks._independent_workers_task": None,
+    "tf_yarn.tasks._independent_workers_task": None,
+    "tf_yarn._independent_workers_task": None,
+    "tf_yarn._dispatch_task": None,
+    "tf_yarn.distributed.task": "function",
+    "tfyarn_jupyter.distributed": "function",
+    contract.TASK_MODULE: None,
+    "tfyarn_jupyter.tasks": None,  # the shim an earlier tfyarn_jupyter's environment runs
+}
 #: tf-yarn's task modules that mean "run the function in every task" here.
-FUNCTION_TASK_MODULES = frozenset({"tf_yarn.distributed.task", "tfyarn_jupyter.distributed"})
+FUNCTION_TASK_MODULES = frozenset(m for m, mode in MAPPED_TASK_MODULES.items() if mode)
+_NO_MODULE = "give no custom_task_module"
+_ALL_REDUCE = (
+    "for all-reduce training return a KerasExperiment from experiment_fn and give "
+    '"chief" and "worker" tasks (MultiWorkerMirroredStrategy), and ' + _NO_MODULE
+)
+#: tf-yarn's task modules with no counterpart here: what each did, and what to use instead.
+REFUSED_TASK_MODULES: Mapping[tuple[str, ...], str] = {
+    (
+        "tf_yarn.tensorflow.tasks.gloo_allred_task",
+        "tf_yarn.tasks.gloo_allred_task",
+        "tf_yarn.tasks._gloo_allred_task",
+    ): "is tf-yarn's Horovod task (all-reduce through Horovod over gloo); Horovod is not "
+    f"shipped to tfyarn_jupyter's tasks and tf-yarn's modules are not either: {_ALL_REDUCE}",
+    ("tf_yarn.tensorflow.tasks.evaluator_task", "tf_yarn.tasks.evaluator_task"): (
+        "is tf-yarn's evaluator-only task (every other task does nothing); here an evaluator "
+        'evaluates each checkpoint while the chief trains: add "evaluator": TaskSpec(...) '
+        f"beside the trainers and {_NO_MODULE}"
+    ),
+    (
+        "tf_yarn.tensorflow.tasks._tensorboard_task",
+        "tf_yarn.tasks._tensorboard_task",
+        "tf_yarn._tensorboard_task",
+    ): 'is tf-yarn\'s TensorBoard task, which it ran for a "tensorboard" task by itself; so '
+    f'does tfyarn_jupyter: add "tensorboard": TaskSpec(...) and {_NO_MODULE}',
+    ("tf_yarn.tasks._standalone_client_task", "tf_yarn._standalone_client_task"): (
+        "is tf-yarn's standalone-client task (bare TensorFlow servers for a client to "
+        "drive, removed from tf-yarn in 2020); tfyarn_jupyter's tasks train by themselves: "
+        + _ALL_REDUCE
+    ),
+    ("tf_yarn.pytorch.",): (
+        "is tf-yarn's PyTorch task; tfyarn_jupyter has none: run the training as a function, "
+        "tfyarn_jupyter.distributed.run_on_yarn(fn, task_specs) (mode='function'), whose "
+        "tasks get RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and LOCAL_RANK for "
+        "torch.distributed"
+    ),
+}
 #: tf-yarn keywords with another name or no counterpart here, and what to use instead.
 _RENAMED = {"pyenv_zip_path": "pyenv_archive"}
 _REFUSED = {
     "eval_monitor_log_thresholds": "the evaluator's metrics are in RunResult.metrics, the "
     "panel and the run's log; filter them there",
 }
+#: The notebook's Keras choice: these travel from the client's environment to the tasks
+#: unless ``env=`` sets them, so a notebook that trains with tf-keras (or a Keras backend)
+#: launches tasks that do too, and the check before submission reads the same values.
+INHERITED_ENV = (contract.LEGACY_KERAS_VAR, "KERAS_BACKEND")
 _COLLECTIONS = frozenset({"files", "env", "pip_packages", "file_systems", "acls", "source_roots"})
+
+
+def check_tf_yarn_module(module: str) -> None:
+    """Refuse tf-yarn's task modules that have no counterpart here, saying what to use.
+
+    A tf-yarn module run in a container fails there (``No module named 'tf_yarn'``)
+    after everything was uploaded; this says so, and what does the job here, at once.
+    """
+    for names, why in REFUSED_TASK_MODULES.items():
+        if any(module == n or (n.endswith(".") and module.startswith(n)) for n in names):
+            raise SpecError(f"custom_task_module={module!r} {why}")
+    if module.split(".")[0] == "tf_yarn":
+        raise SpecError(
+            f"custom_task_module={module!r} is not a tf-yarn task module tfyarn_jupyter "
+            "knows, and tf_yarn is not shipped to the tasks: "
+            f"{_NO_MODULE} for tf-yarn's default task (tf_yarn.tensorflow.tasks."
+            "_independent_workers_task), or mode='function' for tf_yarn.distributed.task"
+        )
 
 
 def check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Path]:
@@ -46,6 +119,12 @@ def check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Path
             raise SpecError(f"files: {target!r} is not a plain name for the container's folder")
         out[target] = path.absolute()
     return out
+
+
+def inherited_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of :data:`INHERITED_ENV` the client's environment sets (``os.environ``)."""
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in INHERITED_ENV if k in environ}
 
 
 def _check_bound(env: Mapping[str, str], key: str, least: float) -> None:
@@ -105,6 +184,9 @@ class LaunchOptions:
     ``detach`` (the run outlives the kernel), ``source_roots`` (folders of
     local modules to ship), ``peer_timeout_s``, and ``principal``/``keytab`` (a
     Kerberos login from a keytab instead of the ticket cache).
+
+    ``env`` is what the tasks get on top of the contract's variables; it starts from
+    the client's :data:`INHERITED_ENV` (the notebook's Keras choice), which ``env=`` overrides.
     """
 
     files: Mapping[str, Path] = dataclasses.field(default_factory=dict)
@@ -146,7 +228,7 @@ class LaunchOptions:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "files", check_files(self.files))
-        set_(self, "env", check_env(self.env))
+        set_(self, "env", check_env({**inherited_env(), **(self.env or {})}))
         if not isinstance(self.queue, str) or not self.queue:
             raise SpecError(f"queue must be a queue name, got {self.queue!r}")
         set_(self, "pip_packages", tuple(self.pip_packages or ()))
@@ -200,13 +282,16 @@ class LaunchOptions:
 
     def _check_program(self) -> None:
         module = self.custom_task_module
-        if module in FUNCTION_TASK_MODULES:
-            object.__setattr__(self, "mode", "function")
+        if isinstance(module, str) and module in MAPPED_TASK_MODULES:
+            mode = MAPPED_TASK_MODULES[module]
+            object.__setattr__(self, "mode", mode or self.mode)
             object.__setattr__(self, "custom_task_module", None)
         elif module is not None and not (
             isinstance(module, str) and all(p.isidentifier() for p in module.split("."))
         ):
             raise SpecError(f"custom_task_module must be a module name, got {module!r}")
+        elif module is not None:
+            check_tf_yarn_module(module)
         if self.mode not in MODES:
             raise SpecError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.pre_script_hook is not None and not isinstance(self.pre_script_hook, str):

@@ -152,15 +152,21 @@ def check_estimator(kind: str, tf_version: tuple[int, int] | None) -> None:
 
 
 def check_legacy_keras(environ: Mapping[str, str], installed: bool | None = None) -> None:
-    """``TF_USE_LEGACY_KERAS=1`` makes TensorFlow import tf-keras, which must be shipped."""
+    """``TF_USE_LEGACY_KERAS=1`` makes TensorFlow import tf-keras, which must be shipped.
+
+    ``environ`` is the tasks' environment (``LaunchOptions.env``: ``env=`` over the
+    notebook's own value), so the check and the tasks read the same value.
+    """
     if environ.get("TF_USE_LEGACY_KERAS") not in ("1", "true", "True"):
         return
     if installed is None:
         installed = importlib.util.find_spec("tf_keras") is not None
     if not installed:
         raise spec.SpecError(
-            "env TF_USE_LEGACY_KERAS=1 makes TensorFlow use tf-keras, which this environment "
-            "lacks: pip install the tf-keras release matching TensorFlow, or drop the variable"
+            "TF_USE_LEGACY_KERAS=1 (from env= or the notebook's environment, which the tasks "
+            "inherit) makes TensorFlow use tf-keras, which this environment lacks: pip install "
+            "the tf-keras release matching TensorFlow, or unset the variable (for the tasks "
+            'alone: env={"TF_USE_LEGACY_KERAS": "0"})'
         )
 
 

@@ -94,7 +94,9 @@ def parse_memory(value: int | str) -> int:
 
 
 _FIELDS = ("memory", "vcores", "instances", "nb_proc_per_worker", "label",
-           "tb_termination_timeout_seconds", "tb_model_dir", "tb_extra_args")  # fmt: skip
+           "tb_termination_timeout_seconds", "tb_model_dir", "tb_extra_args", "gpus")  # fmt: skip
+#: What ``to_dict`` leaves out when it has this value, so older readers see tf-yarn's fields only.
+_DEFAULTS: dict[str, Any] = {"nb_proc_per_worker": 1, **TB_DEFAULTS, "gpus": 0}
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -102,6 +104,15 @@ def _positive_int(name: str, value: Any) -> int:
         raise SpecError(f"{name} must be an int, got {value!r}")
     if value <= 0:
         raise SpecError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _gpu_count(value: Any) -> int:
+    """A task's ``yarn.io/gpu`` count: a whole number, 0 (none) or more."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(f"gpus must be a whole number of GPUs (an int >= 0), got {value!r}")
+    if value < 0:
+        raise SpecError(f"gpus must be >= 0 (0: no GPU), got {value}")
     return value
 
 
@@ -113,7 +124,10 @@ class TaskSpec:
     must be 1 (run more ``instances`` instead). The ``tb_*`` fields are the
     ``tensorboard`` task's: how many seconds it stays up after training ended
     (-1: 30), the folder it reads (None: the Experiment's model dir; ``hdfs://``
-    too) and extra TensorBoard arguments (shell words).
+    too) and extra TensorBoard arguments (shell words). ``gpus`` (keyword only,
+    after tf-yarn's fields) is how many ``yarn.io/gpu`` YARN reserves for each
+    instance: counted and placed by the scheduler, unlike the ``gpu`` node label,
+    which only chooses the nodes (both may be given).
     """
 
     memory: int
@@ -124,6 +138,7 @@ class TaskSpec:
     tb_termination_timeout_seconds: int = -1
     tb_model_dir: str | None = None
     tb_extra_args: str | None = None
+    gpus: int = 0
 
     def __init__(
         self,
@@ -135,6 +150,8 @@ class TaskSpec:
         tb_termination_timeout_seconds: int = -1,
         tb_model_dir: str | None = None,
         tb_extra_args: str | None = None,
+        *,
+        gpus: int = 0,
     ) -> None:
         if isinstance(nb_proc_per_worker, (NodeLabel, str)):
             raise SpecError(
@@ -152,6 +169,7 @@ class TaskSpec:
         set_(self, "nb_proc_per_worker", 1)
         set_(self, "memory", parse_memory(memory))
         set_(self, "label", NodeLabel.parse(label))
+        set_(self, "gpus", _gpu_count(gpus))
         if isinstance(tb_termination_timeout_seconds, bool) or not isinstance(
             tb_termination_timeout_seconds, int
         ):
@@ -166,33 +184,44 @@ class TaskSpec:
                 raise SpecError(f"{name} must be a string, got {value!r}")
             set_(self, name, value)
 
+    # The GPU figure is read loosely ([^/]*?) so that "8G/4/-1" or "8G/4/x" gets its own error.
     _FORM = re.compile(
-        r"^(?P<mem>\d+(?:\.\d+)?[KMGT]?i?B?)/(?P<vcores>\d+)(?:x(?P<n>\d+))?(?P<gpu>@gpu)?$",
+        r"^(?P<mem>\d+(?:\.\d+)?[KMGT]?i?B?)/(?P<vcores>\d+)(?:/(?P<gpus>[^/]*?))?"
+        r"(?:x(?P<n>\d+))?(?P<gpu>@gpu)?$",
         re.IGNORECASE | re.ASCII,
     )
 
     @classmethod
     def parse(cls, text: str, label: NodeLabel | str = NodeLabel.CPU) -> TaskSpec:
-        """Parse the magic's short form ``MEM/VCORES[xINSTANCES][@gpu]``, e.g. ``2G/4x8``."""
+        """Parse the magic's short form ``MEM/VCORES[/GPUS][xINSTANCES][@gpu]``, e.g. ``2G/4x8``
+        or ``8G/4/2x4`` (8 GiB, 4 vcores and 2 ``yarn.io/gpu`` for each of 4 instances)."""
         m = cls._FORM.match(text.strip())
         if not m:
             raise SpecError(
-                f"{text!r} is not MEMORY/VCORES[xINSTANCES][@gpu], e.g. 2G/4, 512M/1, 2G/4x8"
+                f"{text!r} is not MEMORY/VCORES[/GPUS][xINSTANCES][@gpu], e.g. 2G/4, 512M/1, "
+                "2G/4x8, 8G/4/1"
             )
         if m.group("gpu"):
             label = NodeLabel.GPU
+        gpus_text = m.group("gpus")
+        if gpus_text is not None and not re.fullmatch(r"[0-9]+", gpus_text):
+            raise SpecError(
+                f"{text!r}: gpus {gpus_text!r} is not a whole number of GPUs >= 0 "
+                "(MEMORY/VCORES/GPUS, e.g. 8G/4/1 or 8G/4/2x4)"
+            )
         try:
             vcores, instances = int(m.group("vcores")), int(m.group("n") or 1)
+            gpus = int(gpus_text or 0)
         except ValueError:  # more digits than int() converts
-            raise SpecError(f"{text!r}: vcores or instances too large") from None
-        return cls(m.group("mem"), vcores, instances, label=label)
+            raise SpecError(f"{text!r}: vcores, instances or gpus too large") from None
+        return cls(m.group("mem"), vcores, instances, label=label, gpus=gpus)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (``label`` as its value), omitting the ``tb_*`` fields left at default."""
+        """Plain data (``label`` as its value), omitting ``nb_proc_per_worker``, the ``tb_*``
+        fields and ``gpus`` left at their defaults."""
         d = {f: getattr(self, f) for f in _FIELDS}
         d["label"] = self.label.value
-        defaults = {"nb_proc_per_worker": 1, **TB_DEFAULTS}
-        return {k: v for k, v in d.items() if k not in defaults or v != defaults[k]}
+        return {k: v for k, v in d.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskSpec:
@@ -204,7 +233,8 @@ class TaskSpec:
     def __str__(self) -> str:
         gpu = "@gpu" if self.label is NodeLabel.GPU else ""
         n = f"x{self.instances}" if self.instances != 1 else ""
-        return f"{self.memory}M/{self.vcores}{n}{gpu}"
+        gpus = f"/{self.gpus}" if self.gpus else ""
+        return f"{self.memory}M/{self.vcores}{gpus}{n}{gpu}"
 
 
 def validate_task_specs(task_specs: Mapping[str, TaskSpec]) -> dict[str, TaskSpec]:
@@ -262,6 +292,9 @@ def check_tensorboard(task_specs: Mapping[str, TaskSpec]) -> None:
         return
     if tb.instances != 1:
         raise SpecError(f"a run takes at most one tensorboard task, got instances={tb.instances}")
+    if tb.gpus:
+        raise SpecError(f"the tensorboard task reads event files and uses no GPU, got "
+                        f"gpus={tb.gpus}: drop gpus= from it")  # fmt: skip
     for field in ("tb_model_dir", "tb_extra_args"):
         value = getattr(tb, field) or ""
         if '"' in value or "\n" in value:

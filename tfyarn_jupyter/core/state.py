@@ -361,10 +361,15 @@ def first_failure(tasks: Sequence[TaskState], events: Events, app: AppInfo) -> F
     if app.final_status == FinalStatus.FAILED:
         # skein's master names the failed service ("Failure in service chief, ...") even
         # when the container's end was not seen (it died with its NodeManager).
-        m = re.match(r"Failure in service (\S+?),", app.diagnostics)
-        named = [t.task for t in tasks if m and t.type == m.group(1)]
+        service = failed_service(app.diagnostics)
+        named = [t.task for t in tasks if service and t.type == service]
         return Failure(named[0] if len(named) == 1 else "", app.diagnostics)
     return None
+
+
+def failed_service(diagnostics: str) -> str:
+    """The service skein's master says failed ("Failure in service chief, ..."), or ""."""
+    return m.group(1) if (m := re.match(r"Failure in service (\S+?),", diagnostics)) else ""
 
 
 def changes(prev: RunStatus | None, new: RunStatus) -> list[str]:

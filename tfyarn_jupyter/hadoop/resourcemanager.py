@@ -126,6 +126,18 @@ def scheduler_info() -> dict[str, Any] | None:
         return None
 
 
+def nodes_info() -> dict[str, Any] | None:
+    """The ResourceManager's ``/ws/v1/cluster/nodes`` answer (each node's ``totalResource``
+    with every resource type, ``yarn.io/gpu`` included), None when its web service does not
+    answer: the GPU checks are then left to YARN."""
+    try:
+        secure = kerberos.is_secure(filesystem.read_conf("core-site.xml"))
+        resp = rm_get("/ws/v1/cluster/nodes", secure)
+        return resp.json() if resp.ok else None
+    except Exception:  # as scheduler_info: no configuration, no web service, not JSON
+        return None
+
+
 def queue_limits(
     client: skein.Client, queue: str, nodes: list[Any] | None = None
 ) -> dict[str, capacity.Limit]:
@@ -144,8 +156,8 @@ def queue_limits(
 
 
 def check_queue(client: skein.Client, queue: str, task_specs: Mapping[str, TaskSpec]) -> None:
-    """A queue that exists, tasks that fit a node, and a run that fits the queue as a whole,
-    before anything is submitted (or uploaded)."""
+    """A queue that exists, tasks that fit a node (their GPUs too), and a run that fits the
+    queue as a whole, before anything is submitted (or uploaded)."""
     reachable = set(_queue_info(client, queue).node_labels)
     # Lost or decommissioned nodes would never run anything: count the live ones only.
     nodes = client.get_nodes(states=["RUNNING"])
@@ -170,6 +182,10 @@ def check_queue(client: skein.Client, queue: str, task_specs: Mapping[str, TaskS
                 f"{ttype}: {spec.memory} MiB / {spec.vcores} vcores does not fit any node "
                 f"(largest: {biggest.memory} MiB / {biggest.vcores} vcores)"
             )
+    if any(spec.gpus for spec in task_specs.values()):
+        answer = nodes_info()
+        if answer is not None:
+            capacity.check_gpus(task_specs, capacity.largest_gpu_nodes(answer))
     capacity.check_fits(queue, task_specs, queue_limits(client, queue, nodes))
 
 

@@ -41,10 +41,11 @@ def _task_argument(ttype: str, default: str | None = None) -> Any:
     help_default = f" (default {default})" if default else ""
     return argument(
         f"--{ttype}",
-        metavar="MEM/VCORES" + ("[xN]" if ttype in ("worker", "ps") else ""),
+        metavar="MEM/VCORES[/GPUS]" + ("[xN]" if ttype in ("worker", "ps") else ""),
         default=default,
         help=f"resources of the {ttype} task{'s' if ttype in ('worker', 'ps') else ''}, "
-        f"e.g. 2G/4{'x8' if ttype in ('worker', 'ps') else ''}{help_default}",
+        f"e.g. 2G/4{'x8' if ttype in ('worker', 'ps') else ''}, or with yarn.io/gpu "
+        f"8G/4/1{'x4' if ttype in ('worker', 'ps') else ''}{help_default}",
     )
 
 
@@ -210,7 +211,7 @@ def _parse_topology(args: Any) -> dict[str, TaskSpec]:
     try:
         specs = validate_task_specs(specs)
     except SpecError as exc:
-        flag = "--ps" if "ps" in str(exc) else "--chief"
+        flag = next((f"--{t}" for t in ("tensorboard", "ps") if t in str(exc)), "--chief")
         raise UsageError(f"%%tfyarn {flag}: {exc}") from None
     return specs
 
@@ -243,9 +244,11 @@ def _launch_parser(line: str, cell: str | None = None) -> None:
     """Launch the cell's ``experiment_fn`` on YARN and show a live panel under the cell.
 
     Task resources are MEM/VCORES (``2G/4``, ``512M/1``); workers and ps
-    take an instance count (``--worker 2G/4x8``). ``--gpu chief,worker``
-    puts those types on nodes labelled ``gpu`` (a ``@gpu`` suffix on one
-    resource, ``--chief 2G/4@gpu``, does the same). Without ``--wait`` the
+    take an instance count (``--worker 2G/4x8``). A third figure asks YARN
+    for that many ``yarn.io/gpu`` per task (``--chief 8G/4/1``,
+    ``--worker 8G/4/2x4``). ``--gpu chief,worker`` puts those types on nodes
+    labelled ``gpu`` (a ``@gpu`` suffix on one resource, ``--chief 2G/4@gpu``,
+    does the same); the two combine. Without ``--wait`` the
     cell returns at once and the panel updates in the background.
     """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import subprocess
 import time
 from collections.abc import Mapping
@@ -26,6 +27,23 @@ DEBUG_LOGS = frozenset({"directory.info", "launch_container.sh"})
 
 #: How long ``aggregated`` waits for YARN to finish aggregating an ended application's logs.
 AGGREGATION_WAIT_S = 60.0
+#: The bounds on reading a failed task's stderr for its last error (:func:`error_line_of`):
+#: each HTTP call to its node, and, once its node has let them go (about 2 s after the
+#: application ended, on the sandbox), the wait for YARN's aggregation (about 5 s there)
+#: and the one ``yarn logs`` call under way then.
+ERROR_LOG_LIVE_S = 5.0
+ERROR_LOG_TIMEOUT_S = 15.0
+#: How much of the end of a failed task's logs is read, and the longest line quoted.
+ERROR_LOG_TAIL = 16384
+ERROR_LINE_CHARS = 400
+#: A line that says what went wrong: an exception's last line (``KeyError: 'x'``, a dotted
+#: ``tensorflow...NotFoundError: ...``), ``python -m``'s own ``No module named ...`` (with
+#: its ``Error while finding module specification`` prefix), or the service script's own
+#: ``tfyarn: ...`` messages (``tfyarn_jupyter/container/sh/service.sh``).
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s|$)"
+    r"|No module named |^tfyarn: "
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +79,9 @@ def node_access(
     return NodeAccess("https" if https else "http", {} if secure else {"user.name": user}, secure)
 
 
-def live(c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
-    """The tail of each log file of a running container, from its NodeManager."""
+def live(c: ContainerInfo, user: str, tail: int, timeout: float = 10.0) -> dict[str, str]:
+    """The tail of each log file of a running container, from its NodeManager (``timeout``:
+    each HTTP call's)."""
     access = node_access(
         filesystem.read_conf("core-site.xml"), filesystem.read_conf("yarn-site.xml"), user
     )
@@ -74,7 +93,7 @@ def live(c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
         f"{base}/containers/{c.container_id}/logs",
         params=params,
         headers={"Accept": "application/json"},
-        timeout=10,
+        timeout=timeout,
     )
     if not resp.ok:  # e.g. 503 "User [x] is not authorized to view the logs": say it
         raise requests.HTTPError(
@@ -86,7 +105,7 @@ def live(c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
         r = session.get(
             f"{base}/containerlogs/{c.container_id}/{name}",
             params={**params, "size": str(-tail)},
-            timeout=10,
+            timeout=timeout,
         )
         if r.ok:  # the NodeManager frames the file as `yarn logs` does
             files[name] = parse_yarn_logs(r.text).get(name, r.text)
@@ -95,13 +114,21 @@ def live(c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
     return files
 
 
-def aggregated(app_id: str, c: ContainerInfo, user: str, tail: int) -> dict[str, str]:
-    """The tail of each log file of an ended container, once YARN aggregated them."""
+def aggregated(
+    app_id: str,
+    c: ContainerInfo,
+    user: str,
+    tail: int,
+    wait_s: float = AGGREGATION_WAIT_S,
+    call_timeout_s: float = 120.0,
+) -> dict[str, str]:
+    """The tail of each log file of an ended container, once YARN aggregated them (asking
+    again for up to ``wait_s``; each ``yarn logs`` at most ``call_timeout_s``)."""
     cmd = ["yarn", "logs", "-applicationId", app_id, "-containerId", c.container_id,
            "-size", str(-tail)] + (["-appOwner", user] if user else [])  # fmt: skip
-    deadline = time.monotonic() + AGGREGATION_WAIT_S
+    deadline = time.monotonic() + wait_s
     while True:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=call_timeout_s)
         files = parse_yarn_logs(proc.stdout)
         if files or time.monotonic() > deadline:
             break
@@ -161,3 +188,35 @@ def split_streams(files: Mapping[str, str], source: str, service: str) -> TaskLo
     stdout = files.get(f"{service}.log", files.get("stdout", ""))
     return TaskLogs(source=source, stdout=stdout, stderr=files.get("stderr", ""),
                     files=dict(files))  # fmt: skip
+
+
+def last_error_line(text: str, limit: int = ERROR_LINE_CHARS) -> str | None:
+    """The last line of a log that says what went wrong (see ``_ERROR_LINE``), at most
+    ``limit`` characters (its end, where the message is); None when no line does."""
+    for line in reversed(text.splitlines()):
+        if _ERROR_LINE.search(line):
+            line = line.strip()
+            return line if len(line) <= limit else "..." + line[-(limit - 3) :]
+    return None
+
+
+def error_line_of(
+    app_id: str, c: ContainerInfo, user: str, timeout_s: float = ERROR_LOG_TIMEOUT_S
+) -> str | None:
+    """The last error line of a failed container's stderr (else its service's log), or None.
+
+    One read: from its NodeManager, which keeps an ended container's logs for a moment
+    after its application ends, else as YARN aggregated them, waiting at most
+    ``timeout_s`` for that (and ``timeout_s`` for the call under way). Reading logs
+    never fails a caller: None when they cannot be read.
+    """
+    service = c.task.partition(":")[0]
+    files: dict[str, str] = {}
+    if c.node_http:
+        with contextlib.suppress(Exception):
+            files = live(c, user, ERROR_LOG_TAIL, timeout=min(ERROR_LOG_LIVE_S, timeout_s))
+    if files.get("stderr", "(log unavailable").startswith("(log unavailable"):
+        with contextlib.suppress(Exception):
+            files = aggregated(app_id, c, user, ERROR_LOG_TAIL, timeout_s, timeout_s)
+    logs = split_streams(files, "", service)
+    return last_error_line(logs.stderr) or last_error_line(logs.stdout)

@@ -33,6 +33,7 @@ from tfyarn_jupyter.hadoop import capacity as queue_capacity
 from tfyarn_jupyter.protocol import events as protocol
 from tfyarn_jupyter.protocol.events import Events
 from tfyarn_jupyter.run import logs as task_logs
+from tfyarn_jupyter.run.result import unreported_failure, with_error_line
 
 #: Calls one poll makes while the application runs (for the benchmarks' tally).
 CALLS_PER_POLL = 3
@@ -175,8 +176,23 @@ class StatusSource:
                         history=self.history.points, capacity=self.capacity)  # fmt: skip
             self._explain_waiting(st)
             st.tensorboard_url = tensorboard_url(app, self.events)
+            self._quote_error_line(st)
             self.last = st
             return self.last
+
+    def _quote_error_line(self, st: RunStatus) -> None:
+        """A run that failed before the failed task reported: say its stderr's last error
+        line instead of skein's "see logs" (read once, bounded; unchanged if unreadable)."""
+        task = unreported_failure(st, self.events)
+        if task is None or st.failure is None:
+            return
+        try:
+            container = self.container(task)
+        except KeyError:  # never placed: no log to read
+            return
+        line = task_logs.error_line_of(self.app_id, container, st.app.user)
+        if line:
+            st.failure = with_error_line(st.failure, task, line)
 
     def _explain_waiting(self, st: RunStatus) -> None:
         """Say what waits for containers and why (the queue's figures, read now and then)."""

@@ -1,5 +1,9 @@
 """What a run leaves: its result (tf-yarn's ``Metrics`` fields included), failure, event log.
 
+A failure before any report from the failed task (:func:`unreported_failure`) is told
+with the last error line of its stderr (:func:`with_error_line`), read once by the poll
+that sees the end (:mod:`tfyarn_jupyter.run.polling`).
+
 The event log is the run's history (states, times, tracebacks, metrics,
 progress) kept on HDFS, readable by its owner only, so that ``attach`` can
 show a finished run and nothing is lost when the application is gone.
@@ -15,7 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from tfyarn_jupyter.core.spec import TaskSpec
-from tfyarn_jupyter.core.state import RunStatus
+from tfyarn_jupyter.core.state import Failure, RunStatus, failed_service
 from tfyarn_jupyter.hadoop import filesystem
 from tfyarn_jupyter.protocol.events import Events
 
@@ -114,6 +118,33 @@ def failure_of(st: RunStatus, app_id: str) -> RunFailed:
         traceback=tb,
         status=st,
     )
+
+
+def unreported_failure(st: RunStatus, events: Events) -> str | None:
+    """The failed task whose logs say why, when the run failed before it reported anything.
+
+    A task with no ``container`` event never ran tfyarn's task code that far (a custom
+    task module, an environment that does not import, the service script's own
+    failure), so the failure holds only skein's "see logs": its stderr has the reason.
+    When YARN named the failed service but not the instance, its first such task.
+    """
+    if not st.ended or st.failure is None:
+        return None
+    if st.failure.task:
+        named = [st.failure.task]
+    else:
+        service = failed_service(st.app.diagnostics)
+        named = [t.task for t in st.tasks if service and t.type == service]
+    return next((t for t in named if "container" not in events.task(t)), None)
+
+
+def with_error_line(failure: Failure, task: str, line: str) -> Failure:
+    """``failure`` quoting the last error line of ``task``'s stderr instead of skein's "see
+    logs" (other words of YARN's, or the service script's exit report, kept after it)."""
+    text = f"{task} ended before reporting to tfyarn; the last error in its stderr:\n{line}"
+    if failure.traceback and "see logs for more information" not in failure.traceback:
+        text += f"\n{failure.traceback}"
+    return Failure(failure.task, text)
 
 
 def event_log_path(app_id: str) -> str:

@@ -134,8 +134,12 @@ def check_program(
 
     The kind (Estimator, Keras, function) comes from the code ``experiment_fn``
     reaches; the rules are the strategy table's (:func:`.contract.strategy_for`)
-    and the measured Keras table (:data:`.contract.KERAS_UNSUPPORTED`).
+    and the measured Keras table (:data:`.contract.KERAS_UNSUPPORTED`). First, a
+    ``custom_task_module`` must be importable in the environment that will be shipped.
     """
+    from tfyarn_jupyter.ship import task_modules
+
+    task_modules.check_task_module(options)
     kind = contract.FUNCTION if options.mode == "function" else program.program_kind(experiment_fn)
     tf_version = program.tensorflow_version()
     program.check_estimator(kind, tf_version)
@@ -356,7 +360,7 @@ def application_spec(
     env = task_env(options, contract)
     services = {
         ttype: skein.Service(
-            resources=skein.Resources(memory=s.memory, vcores=s.vcores),
+            resources=skein.Resources(memory=s.memory, vcores=s.vcores, gpus=s.gpus),
             script=script,
             instances=s.instances,
             files=dict(shipped),

@@ -69,3 +69,68 @@ def test_nvidia_smi_figures_in_bytes_for_the_visible_gpus_only():
     assert [g["util"] for g in resources.parse_nvidia_smi(text, "1")] == [90.0]
     assert len(resources.parse_nvidia_smi(text, "GPU-uuid-a")) == 2  # UUIDs: no filtering
     assert resources.parse_nvidia_smi("") == []
+
+
+# ``nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total
+# --format=csv,noheader,nounits``, in the form it prints (MiB; "[N/A]" or
+# "[Not Supported]" where a figure is not known). No GPU machine was at hand:
+# these follow NVIDIA's documented output, not a capture.
+EIGHT_A100 = "".join(
+    f"{i}, {u}, {m}, 40960\n"
+    for i, (u, m) in enumerate(
+        [(97, 30518), (95, 30502), (0, 4), (0, 4), (100, 39001), (12, 2048), (0, 4), (0, 4)]
+    )
+)
+ONE_T4 = "0, 41, 6143, 15360\n"
+MIG_OR_GEFORCE = "0, [Not Supported], 1234, 8192\n1, 5, 300, 8192\n"
+
+
+def test_several_gpus_give_one_figure_each_and_cuda_visible_devices_selects():
+    gpus = resources.parse_nvidia_smi(EIGHT_A100)
+    assert len(gpus) == 8
+    assert gpus[0] == {"util": 97.0, "mem_used": 30518 << 20, "mem_total": 40960 << 20}
+    assert [g["util"] for g in resources.parse_nvidia_smi(EIGHT_A100, "4,5")] == [100.0, 12.0]
+    assert resources.parse_nvidia_smi(EIGHT_A100, "") == []  # CUDA sees none: neither do we
+
+
+def test_one_gpu_gives_one_figure():
+    assert resources.parse_nvidia_smi(ONE_T4) == [
+        {"util": 41.0, "mem_used": 6143 << 20, "mem_total": 15360 << 20}
+    ]
+    assert resources.parse_nvidia_smi(ONE_T4, "0") == resources.parse_nvidia_smi(ONE_T4)
+    assert resources.parse_nvidia_smi(ONE_T4, "1") == []
+
+
+def test_a_gpu_whose_utilisation_is_not_supported_is_left_out():
+    assert resources.parse_nvidia_smi(MIG_OR_GEFORCE) == [
+        {"util": 5.0, "mem_used": 300 << 20, "mem_total": 8192 << 20}
+    ]
+
+
+def test_a_missing_nvidia_smi_gives_no_gpu_figures(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi there
+    assert resources.nvidia_smi() is None
+    sampler = Sampler()
+    assert sampler.has_gpu is False
+    assert "gpu" not in sampler.sample()
+
+
+def test_a_failing_nvidia_smi_gives_no_gpu_figures(monkeypatch, tmp_path):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate "
+                    "with the NVIDIA driver.'\nexit 9\n")  # fmt: skip
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert resources.nvidia_smi() is None
+    sampler = Sampler()
+    assert sampler.has_gpu is True
+    assert "gpu" not in sampler.sample()
+
+
+def test_a_working_nvidia_smi_is_read_through_the_sampler(monkeypatch, tmp_path):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\nprintf '{ONE_T4}'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert Sampler().sample()["gpu"] == resources.parse_nvidia_smi(ONE_T4)

@@ -39,3 +39,10 @@ def test_task_info_reads_tf_config_and_is_refused_outside_a_task():
     assert task_info(env) == TaskInfo("worker", 1, 2, 3, "c", 1000, 0, CLUSTER)
     with pytest.raises(RuntimeError, match="only known inside a tfyarn_jupyter task"):
         task_info({})
+
+
+def test_task_info_reports_the_gpus_the_task_was_given():
+    env = {"TF_CONFIG": json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})}
+    assert task_info(env).gpus == ()
+    assert task_info({**env, "CUDA_VISIBLE_DEVICES": "1,3"}).gpus == ("1", "3")
+    assert task_info({**env, "NVIDIA_VISIBLE_DEVICES": "GPU-8d1c"}).gpus == ("GPU-8d1c",)

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import skein
 
+from tfyarn_jupyter.core import options as options_module
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import SpecError
 from tfyarn_jupyter.protocol import contract
+from tfyarn_jupyter.run.skein_app import task_env
 
 
 @pytest.fixture
@@ -133,3 +135,113 @@ def test_tf_yarn_keywords_are_accepted_under_their_names():
 def test_tf_yarn_keywords_that_differ_say_what_to_use_instead(keywords, message):
     with pytest.raises(SpecError, match=message):
         LaunchOptions.from_keywords(keywords)
+
+
+# -- tf-yarn's task modules ---------------------------------------------------------------------
+#: tf-yarn's default task in each layout it had (criteo/tf-yarn: tf_yarn/_env.py's
+#: INDEPENDENT_WORKERS_MODULE in 0.7.0, tf_yarn/tasks/ and tf_yarn/ before), and ours.
+STANDARD_TASKS = [
+    "tf_yarn.tensorflow.tasks._independent_workers_task",
+    "tf_yarn.tasks._independent_workers_task",
+    "tf_yarn._independent_workers_task",
+    "tf_yarn._dispatch_task",
+    "tfyarn_jupyter.container",
+    "tfyarn_jupyter.tasks",
+]
+
+
+@pytest.mark.parametrize("module", STANDARD_TASKS)
+def test_tf_yarns_standard_task_module_maps_to_tfyarns_own_task(module):
+    opts = LaunchOptions(custom_task_module=module)
+    assert (opts.mode, opts.custom_task_module) == ("experiment", None)
+    # In function mode it stays function mode: the standard task runs what the mode says.
+    opts = LaunchOptions(custom_task_module=module, mode="function")
+    assert (opts.mode, opts.custom_task_module) == ("function", None)
+
+
+def test_every_mapped_task_module_runs_tfyarns_own_task_in_a_known_mode():
+    for module in options_module.MAPPED_TASK_MODULES:
+        opts = LaunchOptions(custom_task_module=module)
+        assert opts.custom_task_module is None and opts.mode in options_module.MODES, module
+    functions = sorted(options_module.FUNCTION_TASK_MODULES)
+    assert functions == ["tf_yarn.distributed.task", "tfyarn_jupyter.distributed"]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "tf_yarn.tensorflow.tasks.gloo_allred_task",
+        "tf_yarn.tasks.gloo_allred_task",
+        "tf_yarn.tasks._gloo_allred_task",
+    ],
+)
+def test_horovods_gloo_task_is_refused_saying_horovod_is_not_shipped_and_what_to_use(module):
+    with pytest.raises(SpecError) as exc:
+        LaunchOptions.from_keywords({"custom_task_module": module})
+    message = str(exc.value)
+    assert message.startswith(f"custom_task_module={module!r} is tf-yarn's Horovod task")
+    assert "Horovod is not shipped" in message
+    assert "return a KerasExperiment" in message and "MultiWorkerMirroredStrategy" in message
+    assert "give no custom_task_module" in message
+
+
+@pytest.mark.parametrize(
+    ("module", "what", "use"),
+    [
+        ("tf_yarn.tensorflow.tasks.evaluator_task", "evaluator-only task", '"evaluator": TaskSpec'),
+        ("tf_yarn.tasks.evaluator_task", "evaluator-only task", '"evaluator": TaskSpec'),
+        ("tf_yarn.tensorflow.tasks._tensorboard_task", "TensorBoard task", '"tensorboard": Task'),
+        ("tf_yarn.tasks._standalone_client_task", "standalone-client task", "KerasExperiment"),
+        ("tf_yarn.pytorch.tasks.worker", "PyTorch task", "distributed.run_on_yarn(fn"),
+        # Not a task module of tf-yarn's (its helpers, or a name it never had).
+        ("tf_yarn.tensorflow.tasks.tf_task_common", "not a tf-yarn task module", "_independent"),
+        ("tf_yarn.tensorflow.tasks.tf_task", "not a tf-yarn task module", "mode='function'"),
+    ],
+)
+def test_tf_yarns_task_modules_without_a_counterpart_are_refused_saying_what_to_use(
+    module, what, use
+):
+    with pytest.raises(SpecError) as exc:
+        LaunchOptions(custom_task_module=module)
+    message = str(exc.value)
+    assert message.startswith(f"custom_task_module={module!r} ")
+    assert what in message and use in message
+
+
+def test_a_module_of_ones_own_is_left_to_the_check_against_the_shipped_environment():
+    # Whether it is importable where the tasks run is skein_app.check_program's question.
+    opts = LaunchOptions(custom_task_module="my_pkg.tf_yarn.task")
+    assert (opts.mode, opts.custom_task_module) == ("experiment", "my_pkg.tf_yarn.task")
+
+
+# -- the notebook's Keras choice ----------------------------------------------------------------
+def test_the_notebooks_keras_variables_reach_the_tasks_when_env_does_not_set_them(monkeypatch):
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    monkeypatch.setenv("SOME_OTHER_SETTING", "x")  # only the Keras choice travels
+    opts = LaunchOptions()
+    assert opts.env == {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"}
+    env = task_env(opts, opts.contract({"chief": 1}))
+    assert (env["TF_USE_LEGACY_KERAS"], env["KERAS_BACKEND"]) == ("1", "tensorflow")
+    assert "SOME_OTHER_SETTING" not in env
+    # The same through submit's keywords and a copy (the magic's dataclasses.replace).
+    assert LaunchOptions.from_keywords({"env": None}).env == opts.env
+    assert dataclasses.replace(opts, name="again").env == opts.env
+
+
+def test_env_wins_over_the_notebooks_keras_variables(monkeypatch):
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    opts = LaunchOptions(env={"TF_USE_LEGACY_KERAS": "0", "A": "1"})
+    assert opts.env == {"TF_USE_LEGACY_KERAS": "0", "KERAS_BACKEND": "jax", "A": "1"}
+    env = task_env(opts, opts.contract({"chief": 1}))
+    assert env["TF_USE_LEGACY_KERAS"] == "0"
+
+
+def test_without_keras_variables_in_the_notebook_the_tasks_get_only_env(monkeypatch):
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    assert LaunchOptions(env={"A": "1"}).env == {"A": "1"}
+    assert options_module.inherited_env({"KERAS_BACKEND": "torch", "PATH": "/bin"}) == {
+        "KERAS_BACKEND": "torch"
+    }

@@ -128,3 +128,29 @@ def test_legacy_keras_asked_for_without_tf_keras_installed_is_refused():
         program.check_legacy_keras({"TF_USE_LEGACY_KERAS": "1"}, installed=False)
     program.check_legacy_keras({"TF_USE_LEGACY_KERAS": "1"}, installed=True)
     program.check_legacy_keras({}, installed=False)
+
+
+def test_the_keras_check_reads_the_notebooks_keras_choice_as_the_tasks_do(monkeypatch):
+    # A notebook that trains with tf-keras (TF_USE_LEGACY_KERAS=1 in its environment)
+    # is not refused all-reduce on TensorFlow 2.21: its tasks inherit the variable.
+    monkeypatch.setattr(program, "tensorflow_version", lambda: (2, 21))
+    monkeypatch.setattr(program.importlib.util, "find_spec", lambda name: object())  # tf-keras
+    specs = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2)}
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    assert check_program(keras_fn, specs, LaunchOptions()) == program.KERAS
+    # env= setting it otherwise wins, for the check as for the tasks.
+    with pytest.raises(SpecError, match="TF_USE_LEGACY_KERAS"):
+        check_program(keras_fn, specs, LaunchOptions(env={"TF_USE_LEGACY_KERAS": "0"}))
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS")
+    with pytest.raises(SpecError, match="TF_USE_LEGACY_KERAS"):
+        check_program(keras_fn, specs, LaunchOptions())
+
+
+def test_the_notebooks_legacy_keras_without_tf_keras_is_refused_saying_where_it_came_from(
+    monkeypatch,
+):
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    with pytest.raises(SpecError) as exc:
+        program.check_legacy_keras(LaunchOptions().env, installed=False)
+    assert "the notebook's environment" in str(exc.value)
+    assert 'env={"TF_USE_LEGACY_KERAS": "0"}' in str(exc.value)

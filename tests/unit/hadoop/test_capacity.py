@@ -179,3 +179,147 @@ def test_pending_message_without_figures_still_says_what_waits():
     text = capacity.pending_message("q", [("chief:0", TaskSpec(1024, 1))], {})
     assert text == "chief:0 waiting for 1024 MiB/1 vcores in the unlabelled partition on queue 'q'"
     assert capacity.pending_message("q", [], {}) == ""
+
+
+# -- GPUs: yarn.io/gpu ------------------------------------------------------------------------
+def info(name: str, value: int, units: str = "") -> dict:
+    """One ``resourceInformation`` as Hadoop 3.5's REST answers list it."""
+    return {"maximumAllocation": 9223372036854775807, "minimumAllocation": 0, "name": name,
+            "resourceType": "COUNTABLE", "units": units, "value": value}  # fmt: skip
+
+
+def rest_res(memory: int, vcores: int, gpus: int | None = None) -> dict:
+    """A REST ``ResourceInfo``: memory and vcores, and yarn.io/gpu where the type exists."""
+    infos = [info("memory-mb", memory, "Mi"), info("vcores", vcores)]
+    if gpus is not None:
+        infos.append(info("yarn.io/gpu", gpus))
+    return {**res(memory, vcores), "resourceInformations": {"resourceInformation": infos}}
+
+
+def rest_node(total: dict, labels: tuple[str, ...] = (), state: str = "RUNNING") -> dict:
+    """A node of ``/ws/v1/cluster/nodes``, trimmed (the keys the check reads, and a few more)."""
+    node = {"rack": "/default-rack", "state": state, "id": "localhost:40473",
+            "nodeHostName": "localhost", "version": "3.5.0", "totalResource": total,
+            "resourceUtilization": {"nodePhysicalMemoryMB": 9662}}  # fmt: skip
+    if labels:
+        node["nodeLabels"] = list(labels)
+    return node
+
+
+def nodes_answer(*nodes: dict) -> dict:
+    return {"nodes": {"node": list(nodes)}}
+
+
+#: The sandbox's nodes without GPUs, as its ResourceManager (Hadoop 3.5.0) lists them.
+NODES_WITHOUT_GPUS = nodes_answer(
+    rest_node(rest_res(8192, 8)), rest_node(rest_res(8192, 8), ("gpu",))
+)
+#: A --gpus 2 sandbox: the resource type declared everywhere, 2 GPUs on the labelled node.
+NODES_WITH_2_GPUS = nodes_answer(
+    rest_node(rest_res(8192, 8, 0)), rest_node(rest_res(8192, 8, 2), ("gpu",))
+)
+
+
+def test_resource_value_reads_a_resource_type_from_its_resource_informations():
+    assert capacity.resource_value(rest_res(8192, 8, 2), "yarn.io/gpu") == 2
+    assert capacity.resource_value(rest_res(8192, 8, 0), "yarn.io/gpu") == 0
+    assert capacity.resource_value(rest_res(8192, 8), "yarn.io/gpu") is None
+    assert capacity.resource_value(res(8192, 8), "vcores") is None  # Hadoop 2: no list
+    one = {"resourceInformations": {"resourceInformation": info("yarn.io/gpu", 4)}}
+    assert capacity.resource_value(one, "yarn.io/gpu") == 4
+    assert capacity.resource_value(None, "yarn.io/gpu") is None
+
+
+def test_the_largest_gpu_node_per_partition_counts_running_nodes_only():
+    answer = nodes_answer(
+        rest_node(rest_res(8192, 8, 0)),
+        rest_node(rest_res(8192, 8, 2), ("gpu",)),
+        rest_node(rest_res(8192, 8, 1), ("gpu",)),
+        rest_node(rest_res(8192, 8, 8), ("gpu",), state="LOST"),
+    )
+    assert capacity.largest_gpu_nodes(answer) == {"": 0, "gpu": 2}
+    assert capacity.largest_gpu_nodes(NODES_WITH_2_GPUS) == {"": 0, "gpu": 2}
+
+
+def test_a_cluster_whose_nodes_report_no_gpu_type_does_not_schedule_gpus():
+    assert capacity.largest_gpu_nodes(NODES_WITHOUT_GPUS) is None
+    assert capacity.largest_gpu_nodes({"nodes": None}) is None
+
+
+def test_a_gpu_count_on_a_cluster_without_the_gpu_type_is_refused_suggesting_the_label():
+    specs = {"chief": TaskSpec(1024, 1, gpus=1)}
+    with pytest.raises(SpecError) as err:
+        capacity.check_gpus(specs, capacity.largest_gpu_nodes(NODES_WITHOUT_GPUS))
+    text = str(err.value)
+    assert text.startswith("chief asks for 1 yarn.io/gpu, but this cluster does not schedule GPUs")
+    assert "--gpu chief" in text and "NodeLabel.GPU" in text
+
+
+def test_runs_without_gpu_counts_pass_the_gpu_check_on_any_cluster():
+    specs = {"chief": TaskSpec(1024, 1, label="gpu"), "worker": TaskSpec(1024, 1, 2)}
+    assert capacity.check_gpus(specs, None) is None
+    assert capacity.check_gpus(specs, {"": 0}) is None
+
+
+def test_a_task_asking_more_gpus_than_any_node_has_is_refused_with_the_figures():
+    largest = capacity.largest_gpu_nodes(NODES_WITH_2_GPUS)
+    with pytest.raises(SpecError) as err:
+        capacity.check_gpus({"chief": TaskSpec(1024, 1, label="gpu", gpus=3)}, largest)
+    assert str(err.value).startswith(
+        "chief: 3 yarn.io/gpu per task does not fit any node in partition 'gpu' (largest: 2 GPUs)"
+    )
+    with pytest.raises(SpecError, match=r"unlabelled partition \(largest: 0 GPUs\).*--gpu"):
+        capacity.check_gpus({"worker": TaskSpec(1024, 1, gpus=1)}, largest)
+    assert capacity.check_gpus({"chief": TaskSpec(1024, 1, label="gpu", gpus=2)}, largest) is None
+
+
+def test_gpu_demand_sums_instances_per_partition():
+    specs = {"chief": TaskSpec(1024, 1, label="gpu", gpus=1), "ps": TaskSpec(512, 1),
+             "worker": TaskSpec(1024, 1, 3, label="gpu", gpus=2)}  # fmt: skip
+    assert capacity.gpu_demand(specs) == {"gpu": 7}
+    assert capacity.gpu_demand({"ps": TaskSpec(512, 1)}) == {}
+
+
+def test_a_run_needing_more_gpus_than_the_queue_may_use_is_refused():
+    limits = {"": Limit("", 8192, 8, 8192, 8), "gpu": Limit("gpu", 8192, 8, 8192, 8, max_gpus=2)}
+    specs = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2, label="gpu", gpus=2)}
+    with pytest.raises(SpecError) as err:
+        capacity.check_fits("ml-gpu", specs, limits)
+    text = str(err.value)
+    assert text.startswith("the run needs 4 yarn.io/gpu in partition 'gpu' (worker 2x2), but queue")
+    assert "can use at most 2 there: 4 GPUs > 2 GPUs, so it would wait for ever" in text
+    fits = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2, label="gpu", gpus=1)}
+    assert capacity.check_fits("ml-gpu", fits, limits) is None
+    unknown = {**limits, "gpu": Limit("gpu", 8192, 8, 8192, 8)}  # no yarn.io/gpu figure
+    assert capacity.check_fits("ml-gpu", specs, unknown) is None
+
+
+def test_the_scheduler_gives_the_queues_gpu_share_and_use_per_partition():
+    gpu_part = {"absoluteCapacity": 50.0, "absoluteMaxCapacity": 100.0,
+                "effectiveMinResource": rest_res(4096, 4, 1),
+                "effectiveMaxResource": rest_res(8192, 8, 2)}  # fmt: skip
+    queue = leaf("ml-gpu", {"": SANDBOX_DEFAULT, "gpu": gpu_part}, ulf=4.0)
+    queue["resources"]["resourceUsagesByPartition"].append(
+        {"partitionName": "gpu", "used": rest_res(2048, 1, 1)})  # fmt: skip
+    limits = capacity.limits_from_scheduler(scheduler(queue), "ml-gpu", {"": (8192, 8)})
+    assert (limits["gpu"].max_gpus, limits["gpu"].used_gpus, limits["gpu"].free_gpus) == (2, 1, 1)
+    assert limits[""].max_gpus is None and limits[""].free_gpus is None
+    queue["userLimitFactor"] = 1.0  # one user: the guaranteed 1 GPU x 1
+    limits = capacity.limits_from_scheduler(scheduler(queue), "ml-gpu", {"": (8192, 8)})
+    assert limits["gpu"].max_gpus == 1
+
+
+def test_pending_message_says_tasks_wait_for_gpus_and_how_many_are_in_use():
+    limits = {"gpu": Limit("gpu", 8192, 8, 8192, 8, used_memory=2048, used_vcores=2,
+                           max_gpus=2, used_gpus=2)}  # fmt: skip
+    spec = TaskSpec(1024, 1, label="gpu", gpus=1)
+    text = capacity.pending_message("ml-gpu", [("worker:2", spec)], limits)
+    assert text == (
+        "worker:2 waiting for 1024 MiB/1 vcores/1 GPU in partition 'gpu': queue 'ml-gpu' has no "
+        "GPU free for them (waiting for 1 GPU) (2048 of 8192 MiB, 2 of 8 vcores, 2 of 2 GPUs "
+        "in use)"
+    )
+    cpu_only = capacity.pending_message(
+        "ml-gpu", [("ps:0", TaskSpec(1024, 1, label="gpu"))], limits
+    )
+    assert "GPU" not in cpu_only

@@ -216,6 +216,45 @@ def test_a_request_that_fits_passes():
     assert cluster.check_queue(CLUSTER, "gpus", specs) is None
 
 
+def gpu_nodes(gpus_on_the_gpu_node: int | None) -> dict:
+    """``/ws/v1/cluster/nodes``, trimmed to the GPU figures; None: no yarn.io/gpu type."""
+
+    def total(gpus):
+        infos = [{"name": "memory-mb", "value": 16384}, {"name": "vcores", "value": 8}]
+        if gpus is not None:
+            infos.append({"name": "yarn.io/gpu", "value": gpus})
+        return {"memory": 16384, "vCores": 8,
+                "resourceInformations": {"resourceInformation": infos}}  # fmt: skip
+
+    zero = None if gpus_on_the_gpu_node is None else 0
+    return {"nodes": {"node": [
+        {"state": "RUNNING", "totalResource": total(zero)},
+        {"state": "RUNNING", "nodeLabels": ["gpu"], "totalResource": total(gpus_on_the_gpu_node)},
+    ]}}  # fmt: skip
+
+
+def test_gpu_counts_are_checked_against_the_nodes_before_submitting(monkeypatch):
+    monkeypatch.setattr(cluster, "nodes_info", lambda: gpu_nodes(2))
+    ok = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, 2, label="gpu", gpus=1)}
+    assert cluster.check_queue(CLUSTER, "gpus", ok) is None
+    too_many = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, label="gpu", gpus=3)}
+    with pytest.raises(SpecError, match=r"worker: 3 yarn.io/gpu per task .* \(largest: 2 GPUs\)"):
+        cluster.check_queue(CLUSTER, "gpus", too_many)
+    monkeypatch.setattr(cluster, "nodes_info", lambda: gpu_nodes(None))
+    with pytest.raises(SpecError, match="this cluster does not schedule GPUs"):
+        cluster.check_queue(CLUSTER, "gpus", ok)
+
+
+def test_without_the_nodes_web_service_gpu_counts_are_left_to_yarn(monkeypatch):
+    asked: list[bool] = []
+    monkeypatch.setattr(cluster, "nodes_info", lambda: asked.append(True))
+    specs = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, label="gpu", gpus=8)}
+    assert cluster.check_queue(CLUSTER, "gpus", specs) is None
+    assert asked == [True]
+    cluster.check_queue(CLUSTER, "gpus", {"chief": TaskSpec(1024, 1)})
+    assert asked == [True]  # no GPU asked: the nodes are not read
+
+
 # -- submitting --------------------------------------------------------------------------------
 class Submitter:
     def __init__(self, fail: BaseException | None = None) -> None:

@@ -52,6 +52,43 @@ def test_gpu_option_labels_only_the_named_types():
     assert args.task_specs["ps"].label is NodeLabel.CPU
 
 
+def test_a_third_figure_asks_each_task_for_that_many_gpus():
+    args = parse_launch("--chief 8G/4/1 --worker 8G/4/2x4 --ps 1G/1x2")
+    chief, worker, ps = (args.task_specs[t] for t in ("chief", "worker", "ps"))
+    assert (chief.memory, chief.vcores, chief.gpus, chief.instances) == (8192, 4, 1, 1)
+    assert (worker.memory, worker.vcores, worker.gpus, worker.instances) == (8192, 4, 2, 4)
+    assert ps.gpus == 0
+    assert chief.label is NodeLabel.CPU
+
+
+def test_gpu_counts_combine_with_the_gpu_node_label():
+    args = parse_launch("--chief 8G/4/1 --worker 8G/4/2x2 --gpu chief,worker --queue ml-gpu")
+    assert [(s.label, s.gpus) for s in args.task_specs.values()] == [
+        (NodeLabel.GPU, 1), (NodeLabel.GPU, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "flag", "figure"),
+    [
+        ("--chief 8G/4/-1", "--chief", "'-1'"),
+        ("--chief 8G/4/x", "--chief", "'x'"),
+        ("--worker 8G/4/x4", "--worker", "''"),
+        ("--worker 8G/4/1.5x2", "--worker", "'1.5'"),
+        ("--tensorboard 1G/1/1", "--tensorboard", "gpus=1"),
+    ],
+)
+def test_a_bad_gpu_figure_is_a_usage_error_naming_the_flag_and_the_figure(line, flag, figure):
+    with pytest.raises(UsageError) as err:
+        parse_launch(line)
+    text = str(err.value)
+    assert text.startswith(f"%%tfyarn {flag}") and "gpus" in text and figure in text, text
+
+
+def test_the_help_shows_the_gpu_figure():
+    assert "MEM/VCORES[/GPUS][xN]" in launch_help()
+    assert "8G/4/1x4" in launch_help()
+
+
 def test_repeatable_options_accumulate():
     args = parse_launch(
         "--pip six --pip attrs==23.1 --env A=1 --env B=x=y --file-system hdfs://nn2:8020 "
@@ -105,7 +142,7 @@ def test_malformed_values_are_usage_errors_naming_the_argument(line, names):
 _tokens = st.sampled_from(
     ["--chief", "--worker", "--ps", "--evaluator", "--gpu", "--queue", "--retries", "--env",
      "--pip", "--var", "--fn", "--wait", "--detach", "2G/4", "1G/1x2", "0G/1", "x-3", "chief",
-     "A=1", "@gpu", "512M/1@gpu", "'", "--", "-h"]
+     "A=1", "@gpu", "512M/1@gpu", "8G/4/1", "1G/1/2x2", "1G/1/-1", "'", "--", "-h"]
 )  # fmt: skip
 
 

@@ -474,3 +474,54 @@ def test_a_restored_run_keeps_its_loss_history(client, monkeypatch):
         [10, 0.9],
         [30, 0.5],
     ]
+
+
+# -- a task that failed before it reported ---------------------------------------------------------
+def test_the_poll_that_sees_an_unreported_failure_quotes_the_tasks_last_error_line(
+    client, monkeypatch
+):
+    read: list[tuple[str, str, str]] = []
+
+    def error_line_of(app_id, c, user, timeout_s=15.0):
+        read.append((app_id, c.container_id, user))
+        return "ModuleNotFoundError: No module named 'tf_yarn'"
+
+    monkeypatch.setattr(status.task_logs, "error_line_of", error_line_of)
+    client.am.containers = [container("chief:0"), container("worker:0"), container("worker:1")]
+    src = StatusSource(client, APP, SPECS)
+    assert src.poll().failure is None and read == []
+    said = "Failure in service chief, see logs for more information."
+    client.report = report("FINISHED", "FAILED", diagnostics=said)
+    st = src.poll()
+    assert read == [(APP, "c_chief_0", "me")]
+    assert st.failure == Failure(
+        "chief:0",
+        "chief:0 ended before reporting to tfyarn; the last error in its stderr:\n"
+        "ModuleNotFoundError: No module named 'tf_yarn'",
+    )
+    assert "see logs" not in str(result.failure_of(st, APP))
+    assert src.poll() is st and len(read) == 1  # read once, at the end
+
+
+def test_an_unreadable_log_leaves_the_failure_as_yarn_said_it(client, monkeypatch):
+    monkeypatch.setattr(status.task_logs, "error_line_of", lambda *a, **k: None)
+    client.am.containers = [container("chief:0")]
+    src = StatusSource(client, APP, SPECS)
+    src.poll()
+    said = "Failure in service chief, see logs for more information."
+    client.report = report("FINISHED", "FAILED", diagnostics=said)
+    assert src.poll().failure == Failure("chief:0", said)
+
+
+def test_a_failure_the_task_reported_itself_reads_no_log(client, monkeypatch):
+    def error_line_of(*args, **kwargs):
+        raise AssertionError("read the logs of a task that reported its failure")
+
+    monkeypatch.setattr(status.task_logs, "error_line_of", error_line_of)
+    client.am.containers = [container("chief:0", "FAILED")]
+    client.am.kv.data[events.task_key("chief:0", "container")] = events.encode({"host": "n1"})
+    stop(client.am.kv, "chief:0", "Traceback...\nKeyError: 'x'")
+    src = StatusSource(client, APP, SPECS)
+    src.poll()
+    client.report = report("FINISHED", "FAILED", diagnostics="Failure in service chief, ...")
+    assert src.poll().failure == Failure("chief:0", "Traceback...\nKeyError: 'x'")

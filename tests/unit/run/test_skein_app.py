@@ -146,13 +146,16 @@ def test_with_attempt_changes_only_the_attempt_in_every_service():
 
 def test_the_application_spec_gives_each_task_type_its_resources_label_and_contract(monkeypatch):
     monkeypatch.setattr(appspec.filesystem, "hadoop_user", lambda: "alice")
-    specs = {"chief": TaskSpec("2G", 4, label="gpu"), "ps": TaskSpec(512, 1, 2)}
+    specs = {"chief": TaskSpec("2G", 4, label="gpu", gpus=2), "ps": TaskSpec(512, 1, 2)}
     opts = LaunchOptions(queue="ml-gpu", name="n", env={"A": "1"}, acls={"view": ["bob"]})
     c = opts.contract({"chief": 1, "ps": 2})
     spec = appspec.application_spec(specs, opts, c, {}, "true")
     chief, ps = spec.services["chief"], spec.services["ps"]
     assert (chief.resources.memory, chief.resources.vcores, chief.node_label) == (2048, 4, "gpu")
     assert (ps.instances, ps.node_label) == (2, "")
+    # skein asks YARN for yarn.io/gpu from Resources.gpus; what goes to its driver says so.
+    assert (chief.resources.gpus, ps.resources.gpus) == (2, 0)
+    assert spec.to_dict()["services"]["chief"]["resources"]["gpus"] == 2
     assert chief.env["A"] == "1" and contract.TaskContract.from_env(chief.env) == c
     assert (spec.queue, spec.name, spec.max_attempts) == ("ml-gpu", "n", 1)
     assert spec.acls.view_users == ["alice", "bob"] and spec.acls.modify_users == ["alice"]
