@@ -1,0 +1,102 @@
+"""The decision table for lost containers (tfyarn_jupyter.core.recovery): pure, exhaustive
+over exit causes x task types x strategies."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tfyarn_jupyter.core.recovery import (
+    Budget,
+    Cause,
+    cause_of,
+    decide,
+    restart_set,
+)
+from tfyarn_jupyter.protocol import contract
+
+TOPOLOGIES = {
+    contract.ESTIMATOR: {"chief": 1, "worker": 2, "ps": 1, "evaluator": 1, "tensorboard": 1},
+    contract.MULTI_WORKER_MIRRORED: {"chief": 1, "worker": 2, "evaluator": 1},
+    contract.PARAMETER_SERVER: {"chief": 1, "worker": 2, "ps": 1, "evaluator": 1},
+    contract.DEFAULT: {"chief": 1, "evaluator": 1},
+}
+
+
+@pytest.mark.parametrize(
+    ("message", "status", "cause"),
+    [
+        ("Container preempted by scheduler", None, Cause.PREEMPTED),
+        ("", -102, Cause.PREEMPTED),
+        ("Container released on a *lost* node", None, Cause.NODE_LOST),
+        ("", -100, Cause.NODE_LOST),
+        ("", -101, Cause.NODE_LOST),
+        ("Container killed by the ApplicationMaster.", None, Cause.KILLED),
+        ("Killed by user", None, Cause.KILLED),
+        ("Exception from container-launch. Exit code: 1", None, Cause.FAILED),
+        ("is running beyond physical memory limits", None, Cause.FAILED),
+        ("", None, Cause.FAILED),
+    ],
+)
+def test_the_cause_comes_from_the_exit_status_else_from_yarns_words(message, status, cause):
+    assert cause_of(message, status) is cause
+
+
+def test_every_cause_task_and_strategy_has_exactly_one_decision():
+    for strategy, topology in TOPOLOGIES.items():
+        for task_type, cause in itertools.product(topology, Cause):
+            d = decide(f"{task_type}:0", cause, strategy, topology, Budget(retries=1))
+            assert d.give_up == (cause is Cause.KILLED), (strategy, task_type, cause)
+            if cause is Cause.KILLED:
+                assert d.restart == () and d.spends == ""
+                continue
+            assert task_type in d.restart, (strategy, task_type, cause, d)
+            expected = "preemptions" if cause in (Cause.PREEMPTED, Cause.NODE_LOST) else "retries"
+            assert d.spends == expected
+
+
+@pytest.mark.parametrize("strategy", list(TOPOLOGIES))
+def test_an_evaluator_or_tensorboard_restarts_alone_under_every_strategy(strategy):
+    topology = TOPOLOGIES[strategy]
+    assert restart_set("evaluator", strategy, topology) == ("evaluator",)
+    assert restart_set("tensorboard", strategy, topology) == ("tensorboard",)
+
+
+def test_all_reduce_and_a_lost_ps_restart_the_whole_tensorflow_cluster():
+    mwms = TOPOLOGIES[contract.MULTI_WORKER_MIRRORED]
+    assert restart_set("worker", contract.MULTI_WORKER_MIRRORED, mwms) == ("chief", "worker")
+    est = TOPOLOGIES[contract.ESTIMATOR]
+    assert restart_set("worker", contract.ESTIMATOR, est) == ("chief", "worker", "ps")
+    ps = TOPOLOGIES[contract.PARAMETER_SERVER]
+    assert restart_set("ps", contract.PARAMETER_SERVER, ps) == ("chief", "worker", "ps")
+    assert restart_set("chief", contract.PARAMETER_SERVER, ps) == ("chief", "worker", "ps")
+
+
+def test_a_keras_parameter_server_worker_restarts_alone_beside_its_coordinator():
+    ps = TOPOLOGIES[contract.PARAMETER_SERVER]
+    assert restart_set("worker", contract.PARAMETER_SERVER, ps) == ("worker",)
+
+
+def test_preemption_spends_its_own_budget_never_the_users_retries():
+    topology = TOPOLOGIES[contract.MULTI_WORKER_MIRRORED]
+    budget = Budget(retries=0, preemptions=2)
+    first = decide("worker:1", Cause.PREEMPTED, contract.MULTI_WORKER_MIRRORED, topology, budget)
+    assert not first.give_up and first.left == Budget(retries=0, preemptions=1)
+    second = decide(
+        "chief:0", Cause.NODE_LOST, contract.MULTI_WORKER_MIRRORED, topology, first.left
+    )
+    assert not second.give_up and second.left == Budget(retries=0, preemptions=0)
+    third = decide(
+        "worker:0", Cause.PREEMPTED, contract.MULTI_WORKER_MIRRORED, topology, second.left
+    )
+    assert third.give_up and "restarts for lost containers" in third.why
+
+
+def test_a_task_that_raises_spends_a_retry_and_nb_retries_zero_means_one_try():
+    topology = TOPOLOGIES[contract.DEFAULT]
+    one = decide("chief:0", Cause.FAILED, contract.DEFAULT, topology, Budget(retries=1))
+    assert one.spends == "retries" and one.left.retries == 0 and not one.give_up
+    none_left = decide("chief:0", Cause.FAILED, contract.DEFAULT, topology, Budget(retries=0))
+    assert none_left.give_up and "nb_retries" in none_left.why
+    assert none_left.left == Budget(retries=0)  # nothing spent on a refusal

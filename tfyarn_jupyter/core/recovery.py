@@ -1,0 +1,110 @@
+"""What to do when a task's container is lost: why it was lost, what restarts, which budget pays.
+
+Pure: the decision table of issue 25, from what YARN says of a lost container (its exit
+status, or the diagnostics skein passes on), the task's type and the program's strategy.
+
+- **Why.** A container YARN took back (PREEMPTED, -102), or lost with its node (ABORTED,
+  -100, "released on a *lost* node"; DISKS_FAILED, -101), is not the task's fault: it is
+  restarted without spending the user's ``nb_retries``, from a budget of its own
+  (``preemptions``, generous by default). A task that failed on its own (its code raised,
+  it ran out of memory) spends a retry, as before; ``nb_retries=0`` still means one try.
+  A task the user killed is not restarted.
+- **What.** A task no one depends on (evaluator, tensorboard) restarts alone. Trainers and
+  parameter servers restart as the strategy needs: all-reduce (MultiWorkerMirrored, an
+  Estimator's between-graph replication) and a lost ps need every task of the TensorFlow
+  cluster restarted together, from the last complete checkpoint; under Keras's
+  ParameterServerStrategy the coordinator (the chief) keeps going while a worker is
+  replaced (TensorFlow's ``ClusterCoordinator`` reschedules a lost worker's closures), so
+  a worker restarts alone there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+
+from tfyarn_jupyter.protocol import contract
+
+#: YARN's ContainerExitStatus values that say the container, not the task, was lost.
+PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
+#: Restarts a run makes for preempted and lost containers before it gives up.
+DEFAULT_PREEMPTIONS = 10
+#: Tasks outside the TensorFlow cluster: nothing waits on them.
+INDEPENDENT = ("evaluator", "tensorboard")
+#: Everything of the TensorFlow cluster (restarted together where the strategy needs it).
+CLUSTER = ("chief", "worker", "ps")
+
+
+class Cause(str, enum.Enum):
+    """Why a task's container ended before the task finished."""
+
+    PREEMPTED = "preempted"
+    NODE_LOST = "node lost"
+    KILLED = "killed"
+    FAILED = "failed"
+
+
+def cause_of(exit_message: str, exit_status: int | None = None) -> Cause:
+    """The cause, from YARN's exit status when known, else from its diagnostics text."""
+    if exit_status == PREEMPTED_STATUS:
+        return Cause.PREEMPTED
+    if exit_status in (ABORTED_STATUS, DISKS_FAILED_STATUS):
+        return Cause.NODE_LOST
+    text = exit_message.lower()
+    if "preempt" in text:
+        return Cause.PREEMPTED
+    if "lost node" in text or "*lost*" in text or "node lost" in text or "decommission" in text:
+        return Cause.NODE_LOST
+    if "killed by user" in text or "killed by the applicationmaster" in text:
+        return Cause.KILLED
+    return Cause.FAILED
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """What is left to spend: retries (the user's ``nb_retries``) and preemption restarts."""
+
+    retries: int
+    preemptions: int = DEFAULT_PREEMPTIONS
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What to restart (task types, in the cluster's order; empty: nothing), what it costs,
+    and what is left; ``give_up`` with ``why`` when the run ends instead."""
+
+    restart: tuple[str, ...]
+    spends: str  # "retries", "preemptions" or "" (nothing is restarted)
+    left: Budget
+    why: str
+    give_up: bool = False
+
+
+def restart_set(task_type: str, strategy: str, topology: Mapping[str, int]) -> tuple[str, ...]:
+    """The task types to restart when one ``task_type`` task is lost under ``strategy``."""
+    if task_type in INDEPENDENT:
+        return (task_type,)
+    if strategy == contract.PARAMETER_SERVER and task_type == "worker":
+        return ("worker",)  # the coordinator replaces a lost worker's closures
+    return tuple(t for t in CLUSTER if topology.get(t, 0))
+
+
+def decide(
+    task: str, cause: Cause, strategy: str, topology: Mapping[str, int], budget: Budget
+) -> Decision:
+    """The decision for ``task`` (``"worker:1"``) lost for ``cause``."""
+    task_type = task.partition(":")[0]
+    if cause is Cause.KILLED:
+        return Decision((), "", budget, f"{task} was killed by the user: not restarted", True)
+    what = restart_set(task_type, strategy, topology)
+    if cause in (Cause.PREEMPTED, Cause.NODE_LOST):
+        if budget.preemptions <= 0:
+            why = f"{task} {cause.value} once more than the run's restarts for lost containers"
+            return Decision((), "", budget, why, True)
+        left = dataclasses.replace(budget, preemptions=budget.preemptions - 1)
+        return Decision(what, "preemptions", left, f"{task} {cause.value}: restarting {what}")
+    if budget.retries <= 0:
+        return Decision((), "", budget, f"{task} failed and no retry is left (nb_retries)", True)
+    left = dataclasses.replace(budget, retries=budget.retries - 1)
+    return Decision(what, "retries", left, f"{task} failed: restarting {what}")
