@@ -25,7 +25,10 @@ from tfyarn_jupyter.protocol.contract import TRAINERS
 
 def run(task: Task) -> int:
     """The task's whole life: join, run the role, report the stop; the exit status."""
-    task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid())
+    if task.restarts:  # in place of a lost container: its end is not this one's
+        task.forget_stop()
+    task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid(),
+             restarts=task.restarts)  # fmt: skip
     task.watch_client()
     tb = _run_role_reporting(task)
     if tb:

@@ -9,6 +9,7 @@ joining to its reported stop, is :mod:`.roles`; the entry point is :mod:`.main`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -44,11 +45,13 @@ class Task:
             app = skein.ApplicationClient.from_current()
         self.app = app
         container = container_id or os.environ["SKEIN_CONTAINER_ID"]
-        self.type, _, index = container.rpartition("_")
-        self.index = int(index)
-        self.name = f"{self.type}:{self.index}"
+        self.type, _, instance = container.rpartition("_")
         self.contract = TaskContract.from_env()
         self.topology = dict(self.contract.topology)
+        # A container skein started in place of a lost one has the next instance number.
+        instances = self.topology.get(self.type, 0) or int(instance) + 1
+        self.index, self.restarts = int(instance) % instances, int(instance) // instances
+        self.name = f"{self.type}:{self.index}"
         self.attempt = self.contract.attempt
         self.peer_timeout = self.contract.peer_timeout_s
         self.heartbeat_timeout = self.contract.heartbeat_timeout_s
@@ -56,6 +59,12 @@ class Task:
 
     def put(self, kind: str, **payload: Any) -> None:
         self.app.kv[events.task_key(self.name, kind)] = events.encode(payload)
+
+    def forget_stop(self) -> None:
+        """Drop the stop (and the client's ack of it) a lost container of this task reported."""
+        for key in (events.task_key(self.name, "stop"), events.ack_key(self.name)):
+            with contextlib.suppress(KeyError):
+                del self.app.kv[key]
 
     def log(self, msg: str) -> None:
         """A line in the container's stderr."""

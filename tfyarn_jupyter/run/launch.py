@@ -97,7 +97,7 @@ class Run:
         self._persisted: set[str] = set()
         self._result: RunResult | None = None
         self._heartbeat_stop = threading.Event()
-        #: Logs the run to MLflow from the driver step (:mod:`.mlflow_log`), or None.
+        #: Logs the run to MLflow from the driver step (:mod:`.mlflow_tracking`), or None.
         self.tracker: mlflow_tracking.Tracker | None = None
         #: Tasks whose memory was logged as critical (once per task).
         self._memory_warned: set[str] = set()
@@ -239,6 +239,8 @@ class Run:
         if self._source.ended:
             return
         self.client.kill_application(self.app_id)
+        if self.tracker is not None:  # no driver step may come to tell MLflow (an interrupt)
+            self.tracker.close("KILLED")
 
     def kill_task(self, task: str) -> None:
         """Kill one task's container (``"worker:1"``)."""

@@ -2,18 +2,26 @@
 
 On when ``mlflow=True`` (``%%tfyarn --mlflow``), or when it is left to None
 and a tracking URI is set (``MLFLOW_TRACKING_URI``, or ``mlflow.set_tracking_uri``
-in the notebook). A launch is one MLflow run, in ``MLFLOW_EXPERIMENT_ID`` /
-``MLFLOW_EXPERIMENT_NAME`` (else the default experiment), nested under the
-notebook's active MLflow run if there is one. It gets the launch's parameters
-(topology, resources, queue, TensorFlow's version...), the chief's training
-figures by step as the tasks report them, each evaluation's metrics
-(``eval_<name>``) by step, the final status, and at the end every task's logs
-and the final status as artifacts. The run's driver step feeds it
-(:meth:`Tracker.observe`); MLflow failing is logged and never fails the run.
+in the notebook). As tf-yarn does, a launch logs into the notebook's active
+MLflow run (``mlflow.active_run()`` of the thread that launches, taken at
+submission) when there is one, and leaves it running: the user started it, the
+user ends it. Otherwise it creates a run, in ``MLFLOW_EXPERIMENT_ID`` /
+``MLFLOW_EXPERIMENT_NAME`` (else the default experiment), and ends it on every
+path: FINISHED, FAILED or KILLED as the launch ended, even when logging its end
+(the task logs' upload) failed, and KILLED if the process exits first.
+
+Either run gets the launch's parameters (topology, resources, queue,
+TensorFlow's version...), the chief's training figures by step as the tasks
+report them, each evaluation's metrics (``eval_<name>``) by step, the final
+status (tags ``tfyarn.final_status``, ``tfyarn.run_status``), and at the end
+every task's logs and the final status as artifacts. The run's driver step
+feeds it (:meth:`Tracker.observe`); MLflow failing is logged and never fails
+the run.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.metadata
 import json
@@ -37,6 +45,9 @@ NOT_TRAINING = frozenset({"step", "t", "max_steps", "history", "rss_bytes", "cpu
                           "memory_limit_bytes", "gpu", "eta_s"})  # fmt: skip
 #: An evaluation's keys that are not metrics.
 NOT_METRICS = frozenset({"step", "t", "global_step"})
+#: Tries at ending a run: a server that just refused an upload may have reset the pooled
+#: connection, which the next request meets first when MLflow's HTTP retries are off.
+END_ATTEMPTS = 2
 #: Tasks whose logs are fetched at once at the end (each is a ``yarn logs`` call).
 LOG_FETCHERS = 4
 _BAD_KEY = re.compile(r"[^A-Za-z0-9_\-. /]")
@@ -155,15 +166,22 @@ def final_state(st: Any) -> str:
 
 
 class Tracker:
-    """One launch's MLflow run, fed by the run's driver step; disabled by its first failure."""
+    """One launch's MLflow run, fed by the run's driver step; disabled by its first failure.
+
+    ``owned``: the tracker created the run, and so ends it (:meth:`close`); a run
+    the user had active is only logged into.
+    """
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.run_id: str | None = None
+        self.owned = False
         self.enabled = True
         self.last_step = -1
         self.eval_steps: set[int] = set()
         self.finished = False
+        #: The status the tracker ended its own run with, once it did.
+        self.ended_as: str | None = None
 
     def _safe(self, what: str, fn: Any, *args: Any) -> Any:
         if not self.enabled:
@@ -176,36 +194,49 @@ class Tracker:
             return None
 
     def start(self, run: Any, options: Any) -> None:
-        """Create the MLflow run and log the launch's parameters (after its submission)."""
+        """Take the active MLflow run, else create one; log the launch's parameters."""
         self._safe("starting the run", self._start, run, options)
 
     def _start(self, run: Any, options: Any) -> None:
         import mlflow
-        from mlflow.entities import Param
+        from mlflow.entities import Param, RunTag
 
-        parent = mlflow.active_run()
+        active = mlflow.active_run()  # thread-local: the launching thread's, as tf-yarn reads it
         tags = {"tfyarn.app_id": run.app_id, "tfyarn.queue": options.queue}
-        if parent is not None:
-            tags["mlflow.parentRunId"] = parent.info.run_id
-        experiment = self._experiment_id(parent)
-        created = self.client.create_run(experiment, run_name=f"{options.name} {run.app_id}",
-                                         tags=tags)  # fmt: skip
-        self.run_id = created.info.run_id
-        params = [Param(k, v) for k, v in params_of(run.task_specs, options).items()]
-        self.client.log_batch(self.run_id, params=params)
-        logger.info("MLflow run %s (experiment %s) for %s", self.run_id, experiment, run.app_id)
+        if active is None:
+            name = f"{options.name} {run.app_id}"
+            created = self.client.create_run(self._experiment_id(), run_name=name, tags=tags)
+            self.run_id, self.owned = created.info.run_id, True
+            _OPEN.add(self)  # from here on, ended whatever happens
+            logged: Mapping[str, str] = {}
+            tags = {}  # given to create_run
+        else:
+            self.run_id = active.info.run_id
+            logged = self.client.get_run(self.run_id).data.params
+        params = new_params(params_of(run.task_specs, options), logged)
+        self.client.log_batch(
+            self.run_id,
+            params=[Param(k, v) for k, v in params.items()],
+            tags=[RunTag(k, v) for k, v in tags.items()],
+        )
+        whose = "created" if self.owned else "the active run"
+        logger.info("MLflow run %s (%s) for %s", self.run_id, whose, run.app_id)
 
-    def _experiment_id(self, parent: Any) -> str:
+    def _experiment_id(self) -> str:
         if os.environ.get("MLFLOW_EXPERIMENT_ID"):
             return os.environ["MLFLOW_EXPERIMENT_ID"]
         name = os.environ.get("MLFLOW_EXPERIMENT_NAME")
         if name:
             found = self.client.get_experiment_by_name(name)
             return found.experiment_id if found else self.client.create_experiment(name)
-        return parent.info.experiment_id if parent is not None else "0"
+        return "0"
 
     def observe(self, run: Any, st: Any) -> None:
-        """Log what is new in ``st``: training figures, evaluations; at the run's end, the rest."""
+        """Log what is new in ``st``: training figures, evaluations; at the run's end, the rest.
+
+        At the end the run the tracker created is ended (:meth:`close`) whatever
+        logging the end did, raised, or was skipped for an earlier failure.
+        """
         if self.run_id is None or self.finished:
             return
         train = training_points(st.progress, self.last_step)
@@ -217,7 +248,33 @@ class Tracker:
                 self.eval_steps |= {step for _, _, step, _ in evals}
         if run.ended:
             self.finished = True
-            self._safe("logging the end", self._finish, run, st)
+            try:
+                self._safe("logging the end", self._finish, run, st)
+            finally:
+                self.close(final_state(st))
+
+    def close(self, status: str, why: str = "") -> None:
+        """End the run the tracker created as ``status``, once; never the user's; never raises.
+
+        Tried even when the tracker was disabled: a run not ended stays RUNNING
+        in MLflow forever. ``why``, when given, is tagged ``tfyarn.ended_by``.
+        """
+        if not self.owned or self.ended_as is not None:
+            return
+        self.ended_as = status
+        _OPEN.discard(self)
+        for attempt in range(END_ATTEMPTS):
+            try:
+                if why:
+                    self.client.set_tag(self.run_id, "tfyarn.ended_by", why)
+                self.client.set_terminated(self.run_id, status)
+                logger.info("MLflow run %s ended %s", self.run_id, status)
+                return
+            except Exception as exc:  # after END_ATTEMPTS, nothing more this process can do
+                tried = f"attempt {attempt + 1} of {END_ATTEMPTS}"
+                logger.warning(
+                    "MLflow: ending run %s %s failed (%s): %s", self.run_id, status, tried, exc
+                )
 
     def _log_points(self, points: list[tuple]) -> None:
         from mlflow.entities import Metric
@@ -226,18 +283,22 @@ class Tracker:
         self.client.log_batch(self.run_id, metrics=metrics)
 
     def _finish(self, run: Any, st: Any) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
 
         summary = st.summary() or {}
         t0, now = time.monotonic(), int(time.time() * 1000)
-        self.client.set_tag(self.run_id, "tfyarn.final_status", summary.get("final_status", ""))
-        self.client.set_tag(self.run_id, "tfyarn.attempts", ",".join(run.attempts))
+        tags = {
+            "tfyarn.final_status": summary.get("final_status", ""),
+            "tfyarn.run_status": final_state(st),
+            "tfyarn.attempts": ",".join(run.attempts),
+        }
         if st.failure is not None:
-            self.client.set_tag(self.run_id, "tfyarn.failed_task", st.failure.task or "application")
+            tags["tfyarn.failed_task"] = st.failure.task or "application"
         durations = [Metric("duration_s", float(summary.get("duration_s") or 0.0), now, 0)]
         durations += [Metric(key(f"{t}_duration_s"), float(d.get("duration_s") or 0.0), now, 0)
                       for t, d in summary.get("tasks", {}).items()]  # fmt: skip
-        self.client.log_batch(self.run_id, metrics=durations)
+        tag_list = [RunTag(k, v) for k, v in tags.items()]
+        self.client.log_batch(self.run_id, metrics=durations, tags=tag_list)
         with tempfile.TemporaryDirectory(prefix="tfyarn-mlflow-") as tmp:
             with open(os.path.join(tmp, "tfyarn_status.json"), "w") as fh:
                 json.dump(st.to_dict(), fh, indent=1, default=str)
@@ -246,9 +307,36 @@ class Tracker:
             os.makedirs(logs)
             write_logs(run, [t.task for t in st.tasks], logs)
             self.client.log_artifacts(self.run_id, logs, "logs")
-        self.client.set_terminated(self.run_id, final_state(st))
-        logger.info("MLflow run %s ended %s (its end and %d tasks' logs in %.1fs)", self.run_id,
-                    final_state(st), len(st.tasks), time.monotonic() - t0)  # fmt: skip
+        took = time.monotonic() - t0
+        logger.info(
+            "MLflow run %s: its end, %d tasks' logs in %.1fs", self.run_id, len(st.tasks), took
+        )
+
+
+#: The runs trackers of this process created and have not ended yet.
+_OPEN: set[Tracker] = set()
+
+
+@atexit.register
+def _end_open_runs() -> None:
+    """The process exiting before a run's end was seen: end its MLflow run KILLED.
+
+    Registered before ``launch``'s own exit hook, so it runs after it (the
+    undetached YARN runs are killed first); otherwise nothing would end them.
+    """
+    for tracker in list(_OPEN):
+        tracker.close("KILLED", "the process exited before the run ended")
+
+
+def new_params(params: Mapping[str, str], logged: Mapping[str, str]) -> dict[str, str]:
+    """``params`` less those the run already has: MLflow refuses to change a parameter.
+
+    A different value already logged (by the user, or an earlier launch into the
+    same active run) is kept, with a warning, rather than failing all logging.
+    """
+    for k in sorted(k for k, v in params.items() if logged.get(k, v) != v):
+        logger.warning("MLflow: parameter %s is already %r, not %r", k, logged[k], params[k])
+    return {k: v for k, v in params.items() if k not in logged}
 
 
 def write_logs(run: Any, tasks: list[str], folder: str) -> None:

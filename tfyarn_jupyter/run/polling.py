@@ -67,10 +67,12 @@ def app_info(report: Any) -> AppInfo:
     )
 
 
-def container_info(c: Any) -> ContainerInfo:
-    """The panel's view of skein's ``Container``."""
+def container_info(c: Any, instances: int = 0) -> ContainerInfo:
+    """The panel's view of skein's ``Container``. A container skein started again in place of
+    a lost one has the next instance number: it stands for task ``instance % instances``."""
+    index = c.instance % instances if instances > 0 else c.instance
     return ContainerInfo(
-        task=f"{c.service_name}:{c.instance}",
+        task=f"{c.service_name}:{index}",
         state=_name(c.state),
         container_id=c.yarn_container_id or "",
         node_http=c.yarn_node_http_address or "",
@@ -222,9 +224,13 @@ class StatusSource:
         except (skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
             self._app_client = None  # the master went away: keep the last view
             return
-        self._containers = [container_info(c) for c in containers]
+        self._containers = [container_info(c, self._instances(c)) for c in containers]
         self.events = protocol.parse(kv)
         self.history.observe(self.events.progress)
+
+    def _instances(self, c: Any) -> int:
+        spec = self.task_specs.get(c.service_name)
+        return spec.instances if spec is not None else 0
 
     # -- the protocol's writes, and actions ---------------------------------------------
     def acknowledge(self) -> None:

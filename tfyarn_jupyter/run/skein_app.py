@@ -25,7 +25,7 @@ from typing import Any
 import cloudpickle
 import skein
 
-from tfyarn_jupyter.core import program
+from tfyarn_jupyter.core import program, recovery
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import SpecError, TaskSpec
 from tfyarn_jupyter.hadoop import filesystem, resourcemanager, tf_plugin
@@ -366,6 +366,9 @@ def application_spec(
             files=dict(shipped),
             env={**env, **tensorboard_env(s)} if ttype == "tensorboard" else env,
             node_label=s.label.value,
+            # Nothing waits on these: YARN's application master restarts one alone when its
+            # container is lost (issue 25); the TensorFlow cluster's tasks are not.
+            max_restarts=recovery.DEFAULT_PREEMPTIONS if ttype in recovery.INDEPENDENT else 0,
         )
         for ttype, s in task_specs.items()
     }

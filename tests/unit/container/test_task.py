@@ -275,3 +275,18 @@ def test_build_experiment_returns_what_the_function_built(tmp_path, monkeypatch)
     assert task.build_experiment() == types.SimpleNamespace(
         estimator="e", train_spec="t", eval_spec="v"
     )
+
+
+def test_a_container_started_in_place_of_a_lost_one_is_the_same_task_restarted(app, monkeypatch):
+    """skein gives a restarted service container the next instance number: evaluator_1 of a
+    run with one evaluator is evaluator:0's first restart, and it forgets the lost one's stop."""
+    monkeypatch.setenv("SKEIN_CONTAINER_ID", "evaluator_1")
+    monkeypatch.setenv("TFYARN_TASKS", "chief=1,evaluator=1")
+    task = Task(app)
+    assert (task.name, task.index, task.restarts) == ("evaluator:0", 0, 1)
+    app.kv[events.task_key("evaluator:0", "stop")] = events.encode({"exit_code": 137})
+    app.kv[events.ack_key("evaluator:0")] = b"1"
+    task.forget_stop()
+    assert events.task_key("evaluator:0", "stop") not in app.kv
+    assert events.ack_key("evaluator:0") not in app.kv
+    task.forget_stop()  # nothing left to forget: no error

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import types
 
+import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -154,3 +155,166 @@ def test_the_mlflow_status_of_each_end():
     assert mlflow_tracking.final_state(status("FINISHED", "SUCCEEDED")) == "FINISHED"
     assert mlflow_tracking.final_state(status("KILLED", "KILLED")) == "KILLED"
     assert mlflow_tracking.final_state(status("FAILED", "FAILED")) == "FAILED"
+
+
+@pytest.fixture
+def user_run(store, monkeypatch):
+    """The notebook's active MLflow run (the fluent API's, as ``mlflow.start_run()`` makes it);
+    the test ends it, as its user would."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    active = mlflow.start_run()
+    try:
+        yield active.info.run_id
+    finally:
+        mlflow.end_run()
+
+
+def run_to_its_end(tracker, run, state: str, final: str) -> None:
+    """One progress report, then the launch's end as ``state`` / ``final``."""
+    tracker.observe(run, status(progress={"chief:0": {"step": 10, "loss": 0.9, "t": 1.0}}))
+    run.ended = True
+    tracker.observe(run, status(state, final, metrics=[{"step": 10, "accuracy": 0.8, "t": 2.0}]))
+
+
+def test_an_active_user_run_gets_the_launch_logged_into_it_and_is_left_running(store, user_run):
+    client = MlflowClient(store)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions(queue="ml", name="demo"))
+    assert tracker.run_id == user_run and not tracker.owned
+    run_to_its_end(tracker, run, "FINISHED", "SUCCEEDED")
+    tracker.close("KILLED")  # what the exit hook calls: never for the user's run
+
+    got = client.get_run(user_run)
+    assert got.info.status == "RUNNING"
+    assert mlflow.active_run().info.run_id == user_run
+    assert (got.data.metrics["loss"], got.data.metrics["eval_accuracy"]) == (0.9, 0.8)
+    assert got.data.params["topology"] == "chief=1,worker=2,tensorboard=1"
+    assert got.data.tags["tfyarn.app_id"] == "application_1_0001"
+    assert got.data.tags["tfyarn.final_status"] == "SUCCEEDED"
+    assert got.data.tags["tfyarn.run_status"] == "FINISHED"
+    assert "tfyarn_status.json" in {f.path for f in client.list_artifacts(user_run)}
+    assert [r.info.run_id for r in client.search_runs(["0"])] == [user_run]  # none nested
+
+
+def test_params_the_active_run_already_has_are_kept_and_logging_goes_on(store, user_run, caplog):
+    mlflow.log_param("queue", "the-users-queue")
+    client = MlflowClient(store)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions(queue="ml"))
+    tracker.observe(run, status(progress={"chief:0": {"step": 10, "loss": 0.9, "t": 1.0}}))
+
+    assert tracker.enabled
+    got = client.get_run(user_run)
+    assert got.data.params["queue"] == "the-users-queue"
+    assert got.data.params["topology"] == "chief=1,worker=2,tensorboard=1"
+    assert got.data.metrics["loss"] == 0.9
+    assert "parameter queue is already 'the-users-queue', not 'ml'" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("state", "final", "mlflow_status"),
+    [("FINISHED", "SUCCEEDED", "FINISHED"), ("FINISHED", "FAILED", "FAILED"),
+     ("KILLED", "KILLED", "KILLED")],
+)  # fmt: skip
+def test_without_an_active_run_the_created_run_is_ended_as_the_launch_ended(
+    store, state, final, mlflow_status
+):
+    client = MlflowClient(store)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions(name="demo"))
+    assert tracker.owned and client.get_run(tracker.run_id).info.status == "RUNNING"
+    run_to_its_end(tracker, run, state, final)
+
+    (got,) = client.search_runs(["0"])
+    assert got.info.run_id == tracker.run_id and got.info.status == mlflow_status
+    assert got.data.tags["tfyarn.run_status"] == mlflow_status
+    assert "mlflow.parentRunId" not in got.data.tags
+    assert got.info.run_name == "demo application_1_0001"
+
+
+@pytest.mark.parametrize(
+    ("final", "mlflow_status"),
+    [("SUCCEEDED", "FINISHED"), ("FAILED", "FAILED"), ("KILLED", "KILLED")],
+)
+def test_an_artifact_upload_that_raises_leaves_no_run_running(
+    store, monkeypatch, caplog, final, mlflow_status
+):
+    client = MlflowClient(store)
+
+    def unreachable(*args, **kwargs):
+        raise OSError("artifact store unreachable")
+
+    monkeypatch.setattr(client, "log_artifacts", unreachable)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions())
+    run_to_its_end(tracker, run, "KILLED" if final == "KILLED" else "FINISHED", final)
+
+    statuses = [r.info.status for r in client.search_runs(["0"])]
+    assert statuses == [mlflow_status]
+    assert client.get_run(tracker.run_id).data.metrics["duration_s"] == 60.0  # logged before it
+    assert "logging the end failed" in caplog.text and "artifact store unreachable" in caplog.text
+
+
+def test_an_interrupt_while_uploading_still_ends_the_run_and_goes_on_up(store, monkeypatch):
+    client = MlflowClient(store)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client, "log_artifacts", interrupted)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions())
+    with pytest.raises(KeyboardInterrupt):
+        run_to_its_end(tracker, run, "FINISHED", "SUCCEEDED")
+    assert client.get_run(tracker.run_id).info.status == "FINISHED"
+
+
+def test_a_run_whose_logging_failed_midway_is_still_ended(store, monkeypatch):
+    client = MlflowClient(store)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions())
+
+    def refused(*args, **kwargs):
+        raise ConnectionError("tracking server restarting")
+
+    monkeypatch.setattr(client, "log_batch", refused)
+    run_to_its_end(tracker, run, "FINISHED", "FAILED")
+
+    got = client.get_run(tracker.run_id)
+    assert not tracker.enabled
+    assert got.info.status == "FAILED"
+    assert "tfyarn.final_status" not in got.data.tags  # the end was not logged, the run ended
+
+
+def test_a_run_still_open_when_the_process_exits_is_ended_killed(store):
+    client = MlflowClient(store)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions())
+    mlflow_tracking._end_open_runs()
+
+    got = client.get_run(tracker.run_id)
+    assert got.info.status == "KILLED"
+    assert got.data.tags["tfyarn.ended_by"] == "the process exited before the run ended"
+    assert tracker not in mlflow_tracking._OPEN
+    run_to_its_end(tracker, run, "FINISHED", "SUCCEEDED")  # seen later: logged, not re-ended
+    assert client.get_run(tracker.run_id).info.status == "KILLED"
+
+
+def test_ending_a_run_is_tried_again_when_the_first_request_fails(store, monkeypatch, caplog):
+    client = MlflowClient(store)
+    tracker, run = mlflow_tracking.Tracker(client), FakeRun()
+    tracker.start(run, LaunchOptions())
+    real_set_terminated, calls = client.set_terminated, []
+
+    def reset_once(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise ConnectionError("connection reset by peer")
+        return real_set_terminated(*args, **kwargs)
+
+    monkeypatch.setattr(client, "set_terminated", reset_once)
+    run_to_its_end(tracker, run, "FINISHED", "SUCCEEDED")
+
+    assert len(calls) == 2
+    assert client.get_run(tracker.run_id).info.status == "FINISHED"
+    assert "connection reset by peer" in caplog.text

@@ -525,3 +525,15 @@ def test_a_failure_the_task_reported_itself_reads_no_log(client, monkeypatch):
     src.poll()
     client.report = report("FINISHED", "FAILED", diagnostics="Failure in service chief, ...")
     assert src.poll().failure == Failure("chief:0", "Traceback...\nKeyError: 'x'")
+
+
+def test_a_restarted_service_container_counts_as_its_task():
+    import types
+
+    c = types.SimpleNamespace(
+        service_name="evaluator", instance=2, state="RUNNING", yarn_container_id="c_3",
+        yarn_node_http_address="n:8042", start_time=None, finish_time=None, exit_message="",
+    )  # fmt: skip
+    assert status.container_info(c, instances=1).task == "evaluator:0"
+    assert status.container_info(c, instances=3).task == "evaluator:2"
+    assert status.container_info(c).task == "evaluator:2"  # the service's size unknown

@@ -218,3 +218,18 @@ def test_the_script_keeps_its_env_under_the_nodemanagers_user_cache(container, t
     cached = user_cache / "tfyarn-envs" / "key1"
     assert (folder / "env").resolve() == cached.resolve()
     assert (user_cache / "tfyarn-envs").stat().st_mode & 0o777 == 0o700
+
+
+def test_only_the_tasks_nothing_waits_on_are_restarted_in_place_by_skein():
+    from tfyarn_jupyter.core import recovery
+
+    specs = {"chief": TaskSpec("1G", 1), "worker": TaskSpec("1G", 1, instances=2),
+             "ps": TaskSpec("1G", 1), "evaluator": TaskSpec("1G", 1),
+             "tensorboard": TaskSpec("1G", 1)}  # fmt: skip
+    opts = LaunchOptions(name="x")
+    topology = {t: s.instances for t, s in specs.items()}
+    spec = appspec.application_spec(specs, opts, opts.contract(topology), {}, "true")
+    restarts = {name: svc.max_restarts for name, svc in spec.services.items()}
+    assert restarts == {"chief": 0, "worker": 0, "ps": 0,
+                        "evaluator": recovery.DEFAULT_PREEMPTIONS,
+                        "tensorboard": recovery.DEFAULT_PREEMPTIONS}  # fmt: skip
