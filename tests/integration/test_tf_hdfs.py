@@ -227,3 +227,29 @@ def test_model_to_estimator_writes_its_first_checkpoint_into_an_hdfs_model_dir(h
     assert estimator.model_dir == model_dir
     names = set(filesystem.client().list(filesystem.strip_scheme(f"{model_dir}/keras")))
     assert any(n.startswith("keras_model.ckpt") for n in names), names
+
+
+def test_files_on_hdfs_are_localised_into_each_containers_folder(hdfs_data, runs, app_names):
+    """``files={"train.csv": "hdfs://..."}``: YARN copies it beside the task, which reads it
+    as a local file; a source that is not on HDFS is refused before anything is submitted."""
+    from tfyarn_jupyter import SpecError, distributed
+
+    def count_rows() -> None:
+        import tfyarn_jupyter
+
+        with open("train.csv") as fh:
+            rows = sum(1 for _ in fh)
+        tfyarn_jupyter.report(step=rows, loss=0.0)
+        assert rows == N_ROWS, rows
+
+    files = {"train.csv": f"{hdfs_data}/train.csv"}
+    run = distributed.submit(count_rows, {"chief": SMALL}, files=files,
+                             name=unique("tfyarn-hdfs-files"))  # fmt: skip
+    runs.append(run)
+    result = run.wait(timeout=RUN_TIMEOUT_S)
+    assert result.final_status == "SUCCEEDED"
+    name = unique("tfyarn-hdfs-files-missing")
+    with pytest.raises(SpecError, match="does not exist"):
+        distributed.submit(count_rows, {"chief": SMALL}, name=name,
+                           files={"x.csv": f"{hdfs_data}/no-such.csv"})  # fmt: skip
+    assert name not in app_names()

@@ -104,6 +104,31 @@ def check_tf_yarn_module(module: str) -> None:
         )
 
 
+#: Schemes of ``files`` sources YARN localises itself (checked on the cluster, not here).
+REMOTE_FILE_SCHEMES = ("hdfs://", "viewfs://")
+
+
+def split_files(
+    files: Mapping[str, str | os.PathLike] | None,
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """``files`` as local files (checked by :func:`check_files`) and HDFS URIs, which YARN
+    localises into each container's folder (their existence is checked before upload)."""
+    local: dict[str, str | os.PathLike] = {}
+    remote: dict[str, str] = {}
+    for target, source in (files or {}).items():
+        if isinstance(source, str) and source.startswith(REMOTE_FILE_SCHEMES):
+            _check_target(target)
+            remote[target] = source
+        else:
+            local[target] = source
+    return check_files(local), remote
+
+
+def _check_target(target: str) -> None:
+    if "/" in target.strip("/") or target in contract.RESERVED_NAMES:
+        raise SpecError(f"files: {target!r} is not a plain name for the container's folder")
+
+
 def check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Path]:
     """``{target name: absolute source}``; each source exists, each target is a plain name."""
     out: dict[str, Path] = {}
@@ -115,8 +140,7 @@ def check_files(files: Mapping[str, str | os.PathLike] | None) -> dict[str, Path
             exists = False
         if not exists:
             raise SpecError(f"files[{target!r}]: {source} does not exist")
-        if "/" in target.strip("/") or target in contract.RESERVED_NAMES:
-            raise SpecError(f"files: {target!r} is not a plain name for the container's folder")
+        _check_target(target)
         out[target] = path.absolute()
     return out
 
@@ -189,6 +213,7 @@ class LaunchOptions:
     the client's :data:`INHERITED_ENV` (the notebook's Keras choice), which ``env=`` overrides.
     """
 
+    #: Local files; ``hdfs://``/``viewfs://`` sources given here move to :attr:`remote_files`.
     files: Mapping[str, Path] = dataclasses.field(default_factory=dict)
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     queue: str = "default"
@@ -224,10 +249,14 @@ class LaunchOptions:
     exclude_packages: Sequence[str] | None = None
     #: A world-readable HDFS folder an administrator named, for layers shared (PUBLIC).
     shared_layer_cache: str | None = None
+    #: ``files`` whose source is on HDFS: YARN localises each into the containers' folders.
+    remote_files: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "files", check_files(self.files))
+        local, remote = split_files(self.files)
+        set_(self, "files", local)
+        set_(self, "remote_files", {**dict(self.remote_files or {}), **remote})
         set_(self, "env", check_env({**inherited_env(), **(self.env or {})}))
         if not isinstance(self.queue, str) or not self.queue:
             raise SpecError(f"queue must be a queue name, got {self.queue!r}")

@@ -156,6 +156,16 @@ def check_program(
     return kind
 
 
+def check_remote_files(options: LaunchOptions) -> None:
+    """Every ``files`` source on HDFS exists, and is a file: refused before any upload."""
+    for target, uri in options.remote_files.items():
+        st = filesystem.status(uri, strict=False)
+        if st is None:
+            raise SpecError(f"files[{target!r}]: {uri} does not exist")
+        if st.get("type") == "DIRECTORY":
+            raise SpecError(f"files[{target!r}]: {uri} is a folder; name a file (or an archive)")
+
+
 def check_tensorboard(task_specs: Mapping[str, TaskSpec], options: LaunchOptions) -> None:
     """A tensorboard task must find its folder, and runs tfyarn's own task module."""
     tb = task_specs.get("tensorboard")
@@ -287,6 +297,8 @@ def _shipped_files(
         pythonpath.append(OVERLAY)
     for target, src in options.files.items():
         shipped[target] = skein.File(source=str(src))
+    for target, uri in options.remote_files.items():  # localised by YARN from HDFS
+        shipped[target] = skein.File(source=uri, type="file")
     if report is not None:  # the client's own environment: its TensorFlow is the tasks'
         plugin = _timed(phases, "tf_hdfs_plugin", _tf_hdfs_plugin)
         if plugin is not None:
@@ -313,6 +325,7 @@ def prepare(
     t0 = time.perf_counter()
     kind = check_program(experiment_fn, task_specs, options)
     check_tensorboard(task_specs, options)
+    check_remote_files(options)
     staged = _stage(experiment_fn, options)
     phases["validate"] = time.perf_counter() - t0
     try:

@@ -245,3 +245,20 @@ def test_without_keras_variables_in_the_notebook_the_tasks_get_only_env(monkeypa
     assert options_module.inherited_env({"KERAS_BACKEND": "torch", "PATH": "/bin"}) == {
         "KERAS_BACKEND": "torch"
     }
+
+
+def test_files_on_hdfs_are_kept_as_uris_for_yarn_to_localise(tmp_path):
+    local = tmp_path / "cancer.py"
+    local.write_text("")
+    opts = LaunchOptions(files={"cancer.py": str(local), "data.csv": "hdfs:///user/me/d.csv",
+                                "wine.csv": "viewfs://c/data/wine.csv"})  # fmt: skip
+    assert opts.files == {"cancer.py": local}
+    assert opts.remote_files == {"data.csv": "hdfs:///user/me/d.csv",
+                                 "wine.csv": "viewfs://c/data/wine.csv"}  # fmt: skip
+
+
+def test_an_hdfs_file_still_needs_a_plain_name_in_the_containers_folder():
+    with pytest.raises(SpecError, match="not a plain name"):
+        LaunchOptions(files={"data/d.csv": "hdfs:///user/me/d.csv"})
+    with pytest.raises(SpecError, match="not a plain name"):
+        LaunchOptions(files={"env": "hdfs:///user/me/env.tar"})
