@@ -21,6 +21,7 @@ from typing import Any
 import skein
 
 from tfyarn_jupyter.core import memory as resources
+from tfyarn_jupyter.core import recovery
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import TaskSpec, validate_task_specs
 from tfyarn_jupyter.core.state import ENDED_APP, RunStatus, changes, redact_env
@@ -86,6 +87,12 @@ class Run:
         self.task_specs = dict(task_specs)
         self.attempts = [app_id]
         self.nb_retries = nb_retries
+        #: What is left to spend on new attempts: the user's retries, and restarts for
+        #: containers YARN took back or lost with their node (:mod:`.core.recovery`).
+        self.budget = recovery.Budget(retries=nb_retries)
+        #: Each new attempt and why: ``{"attempt", "task", "cause", "spent", "why", "t"}``.
+        self.restarts: list[dict[str, Any]] = []
+        self._final = False  # no new attempt will come: given up, or cancelled
         self.detached = detached
         self.phases = dict(prepared.phases) if prepared else {}
         self.env_report: ShippedEnv | None = prepared.env_report if prepared else None
@@ -162,9 +169,13 @@ class Run:
     def ended(self) -> bool:
         """The run (not only the current attempt) is over: it succeeded or has no retry left."""
         last = self._source.last
-        return self._source.ended and (
-            self.attempt >= self.nb_retries or (last is not None and last.succeeded)
-        )
+        if not self._source.ended:
+            return False
+        if self._final or (last is not None and last.succeeded):
+            return True
+        if last is None:  # nothing read yet to tell why it ended
+            return self.budget.retries <= 0
+        return self._decision(last)[2].give_up  # no new attempt will be made
 
     # -- driving --
     def advance(self) -> RunStatus:
@@ -182,7 +193,7 @@ class Run:
             if st.ended and st.app.app_id not in self._persisted:
                 self._persisted.add(st.app.app_id)
                 self._persist(st)
-            if st.ended and not st.succeeded and self.attempt < self.nb_retries:
+            if st.ended and not st.succeeded and not self._final and self._decide_retry(st):
                 self._retry()
                 st = self.status()
             if self.tracker is not None:
@@ -203,6 +214,42 @@ class Run:
     def _persist(self, st: RunStatus) -> None:
         write_event_log(st, self.task_specs, self._source.events, self.attempts, self._env)
 
+    def _decision(self, st: RunStatus) -> tuple[str, recovery.Cause, recovery.Decision]:
+        """What a failed attempt calls for (reads only): the lost task, why, and the decision:
+        a container YARN preempted or lost with its node spends a restart, a task's own
+        failure a retry (:mod:`.core.recovery`)."""
+        lost = next((t for t in st.tasks if t.task == (st.failure and st.failure.task)), None)
+        lost = lost or next((t for t in st.tasks if t.state in ("failed", "killed")), None)
+        task = lost.task if lost else "the application"
+        cause = recovery.cause_of(lost.exit_message if lost else st.app.diagnostics)
+        topology = {t: s.instances for t, s in self.task_specs.items()}
+        decision = recovery.decide(task, cause, self._strategy(topology), topology, self.budget)
+        return task, cause, decision
+
+    def _decide_retry(self, st: RunStatus) -> bool:
+        """Spend from the budget and record the restart, or give up: whether to try again."""
+        task, cause, decision = self._decision(st)
+        if decision.give_up:
+            self._final = True
+            logger.info("%s %s: not tried again", self.app_id, decision.why)
+            return False
+        self.budget = decision.left
+        record = {"attempt": self.attempt + 1, "task": task, "cause": cause.value,
+                  "spent": decision.spends, "why": decision.why, "t": time.time()}  # fmt: skip
+        self.restarts.append(record)
+        logger.info("%s %s (a new attempt: %s left)", self.app_id, decision.why, decision.left)
+        return True
+
+    def _strategy(self, topology: Mapping[str, int]) -> str:
+        """How the run trains (what a lost task's restart involves), as far as the client knows."""
+        kind = self._prepared.contract.program if self._prepared else contract.UNKNOWN
+        if kind == contract.UNKNOWN:
+            return contract.DEFAULT
+        try:
+            return contract.strategy_for(kind, topology)
+        except contract.StrategyError:
+            return contract.DEFAULT
+
     def _retry(self) -> None:
         assert self._prepared is not None
         prep = self._prepared
@@ -222,7 +269,7 @@ class Run:
                 raise TimeoutError(f"{self.app_id} still {st.app.state} after {timeout}s")
             time.sleep(interval)
         self._heartbeat_stop.set()
-        self._result = make_result(st, self._source.events, self.attempts)
+        self._result = make_result(st, self._source.events, self.attempts, self.restarts)
         if not st.succeeded:
             raise failure_of(st, self.app_id)
         return self._result
@@ -234,7 +281,7 @@ class Run:
     # -- actions --
     def cancel(self) -> None:
         """Kill the application (checkpoints already written stay in ``model_dir``)."""
-        self.nb_retries = self.attempt
+        self._final = True
         self._heartbeat_stop.set()
         if self._source.ended:
             return

@@ -58,6 +58,8 @@ class RunResult:
     logs: str
     #: Seconds each trainer spent training (from its own train_start to train_stop).
     training_time_s_per_task: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Each new attempt and why (a preempted container, a failed task...): see ``Run.restarts``.
+    restarts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def total_training_duration(self) -> timedelta | None:
@@ -88,7 +90,12 @@ def span(events: Events, task: str, start: str, stop: str) -> float:
     return round(d[stop]["t"] - d[start]["t"], 2) if start in d and stop in d else 0.0
 
 
-def make_result(st: RunStatus, events: Events, attempts: Sequence[str]) -> RunResult:
+def make_result(
+    st: RunStatus,
+    events: Events,
+    attempts: Sequence[str],
+    restarts: Sequence[Mapping[str, Any]] = (),
+) -> RunResult:
     summary = st.summary() or {}
     trainers = [t.task for t in st.tasks if t.type in ("chief", "worker")]
     per_task = {t: span(events, t, "train_start", "train_stop") for t in trainers}
@@ -104,6 +111,7 @@ def make_result(st: RunStatus, events: Events, attempts: Sequence[str]) -> RunRe
         attempts=list(attempts),
         logs=f"yarn logs -applicationId {st.app.app_id}",
         training_time_s_per_task={t: s for t, s in per_task.items() if s},
+        restarts=[dict(r) for r in restarts],
     )
 
 

@@ -16,8 +16,9 @@ import pytest
 import skein
 
 from tfyarn_jupyter import LaunchOptions, SpecError, TaskSpec
+from tfyarn_jupyter.core import recovery
 from tfyarn_jupyter.core.spec import validate_task_specs
-from tfyarn_jupyter.core.state import AppInfo, Failure, RunStatus
+from tfyarn_jupyter.core.state import AppInfo, Failure, RunStatus, TaskState
 from tfyarn_jupyter.hadoop import filesystem, resourcemanager
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.events import Events
@@ -369,3 +370,44 @@ def test_wait_drives_the_retries_and_raises_naming_the_failed_task(retry_run):
         handle.wait(timeout=5, interval=0.01)
     assert exc.value.task == "chief:0"
     assert len(submitted) == 1
+
+
+def preempted_status(app_id: str) -> RunStatus:
+    """A failed attempt whose chief's container YARN took back (exit status -102)."""
+    app = AppInfo(app_id, state="FINISHED", final_status="FAILED", start_time=1.0,
+                  finish_time=2.0)  # fmt: skip
+    chief = TaskState("chief:0", "chief", 0, "failed",
+                      exit_message="Container preempted by scheduler")  # fmt: skip
+    return RunStatus(app, [chief], [], [], Failure("chief:0", ""))
+
+
+def test_a_preempted_attempt_is_tried_again_without_spending_nb_retries(retry_run, monkeypatch):
+    handle, submitted, _written = retry_run
+    handle.budget = recovery.Budget(retries=0, preemptions=2)
+
+    def poll(self):
+        self.last = preempted_status(self.app_id)
+        return self.last
+
+    monkeypatch.setattr(EndedSource, "poll", poll)
+    handle.status()
+    assert not handle.ended and handle.budget.preemptions == 2  # reading decided nothing
+    handle.advance()
+    assert len(submitted) == 1 and handle.budget == recovery.Budget(retries=0, preemptions=1)
+    assert [(r["task"], r["cause"], r["spent"]) for r in handle.restarts] == [
+        ("chief:0", "preempted", "preemptions")
+    ]
+    handle.advance()
+    handle.advance()  # the third preemption: the run's restarts for lost containers are spent
+    assert len(submitted) == 2 and handle.ended
+
+
+def test_a_task_that_raises_spends_a_retry_and_none_left_ends_the_run(retry_run):
+    handle, submitted, _written = retry_run
+    handle.budget = recovery.Budget(retries=1, preemptions=5)
+    handle.advance()  # failed_status: the chief raised ("boom"): a retry
+    assert len(submitted) == 1 and handle.budget.retries == 0
+    assert handle.ended, "the new attempt failed too, and no retry is left"
+    handle.advance()
+    assert len(submitted) == 1 and handle.ended
+    assert handle.restarts[0]["spent"] == "retries"
