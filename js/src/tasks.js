@@ -99,6 +99,7 @@ function taskRow(h, { logs, kills }, t, live) {
       h("span", { class: "tfy-badge", "data-testid": "task-state", "data-state": state, text: state || "unknown" }),
       h("span", { class: "tfy-task-node tfy-mono", "data-testid": "task-node", title: "node", text: asString(t.node) }),
       t.gpu === true ? h("span", { class: "tfy-gpu", "data-testid": "gpu-badge", title: "on a node labelled gpu", text: "gpu" }) : null,
+      gpuCount(h, t),
       h("span", { class: "tfy-task-container tfy-mono tfy-muted", "data-testid": "task-container", title: "container", text: asString(t.container_id) }),
       h("span", { class: "tfy-task-start tfy-mono", "data-testid": "task-start", title: "started", text: formatClock(t.start_time) }),
       durationCell(h, t, state, live),
@@ -205,4 +206,16 @@ export function createTasks({ h, read, keep }, actions) {
   const showLogs = (msg) => actions.logs.show(msg, (task) => rows.get(task)?.el);
 
   return { el, update, refresh, tick, showLogs };
+}
+
+/**
+ * The GPUs YARN reserved for the task (`yarn.io/gpu`), beside its node; nothing when none.
+ * @param {Function} h
+ * @param {Record<string, any>} t
+ */
+function gpuCount(h, t) {
+  const n = Number(t.gpus) || 0;
+  if (n <= 0) return null;
+  const text = n === 1 ? "1 GPU" : `${n} GPUs`;
+  return h("span", { class: "tfy-gpu-count", "data-testid": "gpu-count", title: "yarn.io/gpu reserved by YARN", text });
 }

@@ -75,6 +75,18 @@ describe("tasks", () => {
     expect(p.qa('[data-testid="gpu-badge"]').length).toBe(1);
   });
 
+  it("shows the GPUs YARN reserved beside the node, and nothing without any", () => {
+    p.mount(
+      fakeModel({
+        tasks: [task("chief:0", "running", { gpus: 1 }), task("worker:0", "running", { gpus: 4 }), task("worker:1", "running", { gpus: 0 }), task("evaluator:0", "running")],
+      }),
+    );
+    expect(p.row("chief:0").querySelector('[data-testid="gpu-count"]').textContent).toBe("1 GPU");
+    expect(p.row("worker:0").querySelector('[data-testid="gpu-count"]').textContent).toBe("4 GPUs");
+    expect(p.row("worker:1").querySelector('[data-testid="gpu-count"]')).toBeNull();
+    expect(p.row("evaluator:0").querySelector('[data-testid="gpu-count"]')).toBeNull();
+  });
+
   it("shows node, container id, start time and duration", () => {
     vi.useFakeTimers();
     vi.setSystemTime(T0 + 100_000);

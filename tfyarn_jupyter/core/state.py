@@ -97,6 +97,8 @@ class TaskState:
     end_time: float = 0.0
     memory_mb: int = 0
     vcores: int = 0
+    #: ``yarn.io/gpu`` the task asked for (YARN counts and reserves them).
+    gpus: int = 0
 
     @property
     def duration_s(self) -> float:
@@ -270,6 +272,7 @@ def derive(
                 exit_message=killed_by or (container.exit_message if container else ""),
                 memory_mb=task_specs[ttype].memory,
                 vcores=task_specs[ttype].vcores,
+                gpus=task_specs[ttype].gpus,
                 **task_times(container, ev, app, state),
             )
         )

@@ -42,7 +42,7 @@ def status_html(st: RunStatus) -> str:
         rows.append(
             f"<tr><td>{esc(t.task)}</td>"
             f'<td><span style="color:{colour};font-weight:bold">{esc(t.state)}</span></td>'
-            f"<td>{esc(t.node)}{gpu}</td><td>{esc(t.container_id)}</td>"
+            f"<td>{esc(t.node)}{gpu}{_gpu_count(t.gpus)}</td><td>{esc(t.container_id)}</td>"
             f"<td>{_fmt_time(t.start_time)}</td><td>{dur}</td></tr>"
         )
     metrics = ""
@@ -79,3 +79,10 @@ def status_html(st: RunStatus) -> str:
         "<table><tr><th>task</th><th>state</th><th>node</th><th>container</th>"
         f"<th>start</th><th>duration</th></tr>{''.join(rows)}</table>{metrics}{failure}</div>"
     )
+
+
+def _gpu_count(n: int) -> str:
+    """The GPUs YARN reserved for a task, beside its node ("" when none)."""
+    if n <= 0:
+        return ""
+    return f' <span title="yarn.io/gpu reserved by YARN">{n} GPU{"s" if n > 1 else ""}</span>'
