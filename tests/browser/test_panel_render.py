@@ -1,6 +1,6 @@
 """The panel's bundle in real Chromium without Jupyter: render time per update and the charts.
 
-A plain page loads ``tfyarn_jupyter/static/widget.js`` (and its stylesheet) and
+A plain page loads ``tfyarn_jupyter/panel/static/widget.js`` (and its stylesheet) and
 mounts the panel on a stand-in model (``harness.js``), then plays statuses as
 the Python side sends them. This measures the browser's time to apply one
 update (all traits, then layout) for runs of 8, 48 and 200 tasks (printed, not
@@ -20,7 +20,7 @@ import pytest
 pytestmark = [pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC = ROOT / "tfyarn_jupyter" / "static"
+STATIC = ROOT / "tfyarn_jupyter" / "panel" / "static"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 HARNESS = (Path(__file__).with_name("harness.js")).read_text()
 T0 = int(time.time() * 1000) - 60_000  # the app started a minute ago, epoch ms
@@ -58,6 +58,7 @@ def task_dict(kind: str, i: int, update: int, order: int) -> dict:
         "start_time": start, "finish_time": 0, "exit_message": "",
         "requested_time": T0 + 1000, "allocated_time": start - 1500 if start else 0,
         "running_time": start, "end_time": 0, "duration_s": 0.0, "memory_mb": 2048, "vcores": 2,
+        "gpus": 1 if kind == "chief" else 0,
     }  # fmt: skip
 
 
@@ -125,6 +126,9 @@ def test_render_time_per_update(chromium: Any, n: int) -> None:
             assert page.locator('[data-testid="task-row"]').count() == opened
         else:
             assert page.locator('[data-testid="task-row"]').count() == n
+            chief = page.locator('[data-testid="task-row"][data-task="chief:0"]')
+            assert chief.locator('[data-testid="gpu-count"]').inner_text() == "1 GPU"
+            assert page.locator('[data-testid="gpu-count"]').count() == 1
         trainers = 1 + topology(n)[1][1]
         assert page.locator('[data-testid="progress-row"]').count() == min(8, trainers)
     finally:
