@@ -13,7 +13,7 @@ export const GROUP_FROM = 48;
 
 /**
  * @typedef {{ kind: "wait" | "launch" | "run", from: number, to: number }} Segment
- * @typedef {{ task: string, type: string, state: string, segments: Segment[] }} Bar
+ * @typedef {{ task: string, type: string, state: string, segments: Segment[], phases: { name: string, at: number }[] }} Bar
  */
 
 /**
@@ -46,6 +46,28 @@ export function taskSegments(t, app, now) {
   return segs;
 }
 
+/** A task's start, phase by phase, as the task reports it (tfyarn_jupyter/core/timeline.py). */
+export const PHASES = ["interpreter", "cluster", "tensorflow", "model", "restored", "train_start", "first_step"];
+const PHASE_NAMES = {
+  interpreter: "interpreter up",
+  tensorflow: "TensorFlow imported",
+  cluster: "cluster ready",
+  model: "model built",
+  restored: "checkpoint restored",
+  train_start: "training started",
+  first_step: "first step",
+};
+
+/**
+ * The phases a task reached (epoch ms), in order; those it did not report are left out.
+ * @param {Record<string, any>} t
+ * @returns {{ name: string, at: number }[]}
+ */
+export function taskPhases(t) {
+  const phases = t && typeof t.phases === "object" && t.phases ? t.phases : {};
+  return PHASES.filter((p) => asTime(phases[p]) > 0).map((p) => ({ name: p, at: asTime(phases[p]) }));
+}
+
 /**
  * The time axis: start, end and about five round ticks between them.
  * @param {number} t0
@@ -70,7 +92,9 @@ export function ticks(t0, t1) {
 export function timelineModel(tasks, app, now) {
   const groups = groupTasks(tasks);
   /** @type {Bar[]} */
-  const bars = groups.flatMap((g) => g.tasks.map((t) => ({ task: asString(t.task), type: g.type, state: asString(t.state).toLowerCase(), segments: taskSegments(t, app, now) })));
+  const bars = groups.flatMap((g) =>
+    g.tasks.map((t) => ({ task: asString(t.task), type: g.type, state: asString(t.state).toLowerCase(), segments: taskSegments(t, app, now), phases: taskPhases(t) })),
+  );
   const times = bars.flatMap((b) => b.segments.flatMap((s) => [s.from, s.to]));
   const t0 = times.length ? Math.min(...times) : now;
   const t1 = times.length ? Math.max(...times, t0 + 1000) : now + 1000;
@@ -84,8 +108,10 @@ export function timelineModel(tasks, app, now) {
  * @param {number} t0
  * @param {number} t1
  */
-function track(h, segments, t0, t1) {
+function track(h, segments, t0, t1, phases = []) {
   const pct = (/** @type {number} */ t) => ((t - t0) / (t1 - t0)) * 100;
+  // Phases are timed from the container's start (its launch), as RunResult reports them.
+  const start = (segments.find((s) => s.kind === "launch") || segments[segments.length - 1] || { from: t0 }).from;
   const names = { wait: "waiting for a container", launch: "localising and starting", run: "running" };
   return h(
     "div",
@@ -99,6 +125,17 @@ function track(h, segments, t0, t1) {
         style: `left:${pct(s.from).toFixed(2)}%;width:${Math.max(0.4, pct(s.to) - pct(s.from)).toFixed(2)}%`,
       }),
     ),
+    ...phases
+      .filter((p) => p.at >= t0 && p.at <= t1)
+      .map((p) =>
+        h("div", {
+          class: "tfy-phase",
+          "data-testid": "timeline-phase",
+          "data-phase": p.name,
+          title: `${PHASE_NAMES[p.name] || p.name}: +${formatDuration(Math.max(0, p.at - start))}`,
+          style: `left:${pct(p.at).toFixed(2)}%`,
+        }),
+      ),
   );
 }
 
@@ -120,7 +157,7 @@ export function createTimeline({ h, read, keep }) {
       "div",
       { class: "tfy-tl-row", "data-testid": "timeline-row", "data-task": b.task, "data-state": b.state },
       h("span", { class: "tfy-tl-label tfy-mono", text: b.task }),
-      track(h, b.segments, t0, t1),
+      track(h, b.segments, t0, t1, b.phases),
     );
 
   /** @param {ReturnType<typeof timelineModel>} m */

@@ -1,7 +1,7 @@
 // The timeline (timeline.js): one bar per task, requested → allocated → running → ended.
 import { describe, expect, it, vi } from "vitest";
 
-import { taskSegments, ticks, timelineModel } from "../src/timeline.js";
+import { taskPhases, taskSegments, ticks, timelineModel } from "../src/timeline.js";
 import { fakeModel } from "./fake-model.js";
 import { RUNNING_APP, T0, task, usePanel } from "./panel.js";
 
@@ -31,6 +31,26 @@ describe("timeline", () => {
     expect(running.map((s) => [s.kind, s.from, s.to])).toEqual([["wait", T0, T0 + 4000], ["launch", T0 + 4000, T0 + 4000], ["run", T0 + 4000, now]]);
     const done = taskSegments({ state: "succeeded", start_time: T0 + 4000, finish_time: 0, duration_s: 12 }, RUNNING_APP, now);
     expect(done[done.length - 1]).toEqual({ kind: "run", from: T0 + 4000, to: T0 + 16_000 });
+  });
+
+  it("reads a task's phases in their order and leaves out those it did not reach", () => {
+    const t = { phases: { first_step: T0 + 9000, interpreter: T0 + 5500, tensorflow: T0 + 7000, bogus: T0 } };
+    expect(taskPhases(t)).toEqual([
+      { name: "interpreter", at: T0 + 5500 },
+      { name: "tensorflow", at: T0 + 7000 },
+      { name: "first_step", at: T0 + 9000 },
+    ]);
+    expect(taskPhases({})).toEqual([]);
+  });
+
+  it("marks each phase on the task's bar, timed from its container's start", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(T0 + 40_000);
+    const phases = { interpreter: T0 + 5500, tensorflow: T0 + 8000, first_step: T0 + 12_000 };
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", { ...ENDED, phases })] }));
+    const marks = p.qa('[data-testid="timeline-phase"]');
+    expect(marks.map((m) => m.getAttribute("data-phase"))).toEqual(["interpreter", "tensorflow", "first_step"]);
+    expect(marks[1].getAttribute("title")).toBe("TensorFlow imported: +5s");
   });
 
   it("has round ticks along the axis", () => {

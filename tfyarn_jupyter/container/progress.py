@@ -55,6 +55,8 @@ class Reporter:
         self._written: dict[str, Any] = {}
         self._written_at = clock()
         self._lock = threading.Lock()
+        #: Called once, at the first step reported (the task's ``first_step`` phase).
+        self.on_first_step: Callable[[], None] | None = None
 
     def restart(self, step: int) -> None:
         """Training (re)starts at ``step`` (a restored checkpoint's): rates count from here."""
@@ -66,6 +68,9 @@ class Reporter:
 
     def report(self, step: int, loss: Any = None, **metrics: Any) -> bool:
         """Record the latest figures; write them if the interval has passed. True if written."""
+        if self.on_first_step is not None:
+            first, self.on_first_step = self.on_first_step, None
+            first()
         self._pending = {"step": int(step), "loss": loss, **metrics}
         if not self.due():
             return False

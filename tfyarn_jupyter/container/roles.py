@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 import traceback
 from typing import Any
 
@@ -29,6 +30,7 @@ def run(task: Task) -> int:
         task.forget_stop()
     task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid(),
              restarts=task.restarts)  # fmt: skip
+    task.phase("interpreter", at=_process_start())
     task.watch_client()
     tb = _run_role_reporting(task)
     if tb:
@@ -46,7 +48,8 @@ def run(task: Task) -> int:
 def _run_role_reporting(task: Task) -> str:
     """Join the cluster and run the role; the traceback if it failed, else ""."""
     tf_plugin.register_on_import(
-        lambda exc: log(f"TensorFlow cannot open hdfs:// or viewfs:// paths here: {exc}")
+        lambda exc: log(f"TensorFlow cannot open hdfs:// or viewfs:// paths here: {exc}"),
+        on_imported=lambda: task.phase("tensorflow"),
     )
     reporter = progress.Reporter(progress.kv_writer(task.app.kv, task.name), sample=_sampler())
     ticker = progress.start_ticker(reporter)  # resources while it waits, serves, evaluates
@@ -56,7 +59,10 @@ def _run_role_reporting(task: Task) -> str:
 
             tensorboard.run(task)
             return ""
+        if task.type != "ps":  # a ps imports TensorFlow only once the cluster is known
+            _import_tensorflow_meanwhile()
         cluster = task.exchange_addresses()
+        task.phase("cluster")
         if task.port_hold is not None:
             task.port_hold.release_when_listening()
         os.environ["TF_CONFIG"] = json.dumps(
@@ -64,6 +70,7 @@ def _run_role_reporting(task: Task) -> str:
         )
         log(f"{task.name} TF_CONFIG={os.environ['TF_CONFIG']}")
         if task.type in TRAINERS:
+            reporter.on_first_step = lambda: task.phase("first_step")
             progress.install(reporter)
         run_role(task, cluster)
         return ""
@@ -132,3 +139,31 @@ def tf_has_estimator() -> bool:
 
     major, minor = (int(p) for p in tf.__version__.split(".")[:2])
     return (major, minor) < (2, 16)
+
+
+def _process_start() -> float:
+    """When this process started (epoch s): the interpreter's start, before any import."""
+    try:
+        import psutil
+
+        return float(psutil.Process().create_time())
+    except Exception:
+        return time.time()
+
+
+def _import_tensorflow_meanwhile() -> None:
+    """Import TensorFlow (seconds) on a thread while the task waits for its peers' addresses:
+    the role's own import then finds it done. A failure is left for the role to meet."""
+    import sys
+    import threading
+
+    if "tensorflow" in sys.modules:
+        return
+
+    def load() -> None:
+        try:
+            import tensorflow  # noqa: F401
+        except Exception as exc:
+            log(f"importing TensorFlow beside the address exchange failed: {exc!r}")
+
+    threading.Thread(target=load, name="tfyarn-import-tf", daemon=True).start()

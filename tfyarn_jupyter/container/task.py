@@ -52,6 +52,8 @@ class Task:
         instances = self.topology.get(self.type, 0) or int(instance) + 1
         self.index, self.restarts = int(instance) % instances, int(instance) // instances
         self.name = f"{self.type}:{self.index}"
+        #: When it reached each phase of its start (epoch s), as reported by :meth:`phase`.
+        self.phases: dict[str, float] = {}
         self.attempt = self.contract.attempt
         self.peer_timeout = self.contract.peer_timeout_s
         self.heartbeat_timeout = self.contract.heartbeat_timeout_s
@@ -59,6 +61,13 @@ class Task:
 
     def put(self, kind: str, **payload: Any) -> None:
         self.app.kv[events.task_key(self.name, kind)] = events.encode(payload)
+
+    def phase(self, name: str, at: float | None = None) -> None:
+        """The task reached phase ``name`` of its start (``core.timeline.PHASES``) now, or
+        at ``at`` (epoch s): one ``phases`` event holds them all. Never fails the task."""
+        with contextlib.suppress(Exception):
+            self.phases[name] = time.time() if at is None else at
+            self.put("phases", **self.phases)
 
     def forget_stop(self) -> None:
         """Drop the stop (and the client's ack of it) a lost container of this task reported."""
@@ -221,6 +230,7 @@ class Task:
                 "or Experiment(estimator, train_spec, eval_spec), "
                 f"got {type(experiment).__name__}"
             )
+        self.phase("model")
         return experiment
 
     def trainers(self) -> list[str]:

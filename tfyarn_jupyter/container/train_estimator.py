@@ -49,6 +49,7 @@ def train(task: Task, experiment: Any) -> None:
     md = local_model_dir(task, experiment.estimator)
     if md.remote and md.pusher:
         md.pull()  # the chief restores the latest checkpoint; the workers get its variables
+        task.phase("restored")
         listeners = (*(train_spec.saving_listeners or ()), modeldir.estimator_listener(md))
         train_spec = train_spec._replace(saving_listeners=listeners)
     task.put("train_start")

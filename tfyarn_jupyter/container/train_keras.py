@@ -136,6 +136,7 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
     directory = md.local if is_chief else scratch
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=MAX_TO_KEEP)
     step = restore(task, checkpoint, md.local)
+    task.phase("restored")
     params = fit_params(experiment, strategy_name, "evaluator" in task.topology, step)
     pusher = modeldir.background_pusher(md) if is_chief and md.remote else None
     saver = CheckpointSaver(manager, pusher, model, step)

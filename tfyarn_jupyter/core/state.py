@@ -18,6 +18,7 @@ from skein.model import ContainerState, FinalStatus
 from tfyarn_jupyter.core.history import progress_view
 from tfyarn_jupyter.core.memory import with_memory_levels
 from tfyarn_jupyter.core.spec import TASK_TYPES, NodeLabel, TaskSpec, task_names
+from tfyarn_jupyter.core.timeline import task_phases, task_times
 from tfyarn_jupyter.protocol.events import Events
 
 #: YARN's application states in which nothing runs any more (skein's enums equal their names).
@@ -99,6 +100,8 @@ class TaskState:
     vcores: int = 0
     #: ``yarn.io/gpu`` the task asked for (YARN counts and reserves them).
     gpus: int = 0
+    #: When the task reached each phase of its start (:data:`.timeline.PHASES`), epoch ms.
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def duration_s(self) -> float:
@@ -245,37 +248,10 @@ def derive(
     the latest); ``capacity`` the client's word on why tasks wait, if any.
     """
     latest = latest_containers(containers)
-    container: ContainerInfo | None
-    tasks: list[TaskState] = []
-    for name in task_names(task_specs):
-        ttype, _, idx = name.partition(":")
-        container = latest.get(name)
-        ev = events.task(name)
-        state = _task_state(container, ev, app)
-        if state == "succeeded" and ev.get("stop", {}).get("traceback"):
-            state = "failed"
-        # The service script's report of a killed process names its exit status.
-        killed_by = ev["stop"]["traceback"] if ev.get("stop", {}).get("exit_code", 0) > 1 else ""
-        tasks.append(
-            TaskState(
-                task=name,
-                type=ttype,
-                index=int(idx),
-                state=state,
-                node=container.node_http if container else "",
-                gpu=bool(
-                    container and NodeLabel.GPU.value in node_labels.get(container.node_http, ())
-                ),
-                container_id=container.container_id if container else "",
-                start_time=container.start_time if container else 0.0,
-                finish_time=container.finish_time if container else 0.0,
-                exit_message=killed_by or (container.exit_message if container else ""),
-                memory_mb=task_specs[ttype].memory,
-                vcores=task_specs[ttype].vcores,
-                gpus=task_specs[ttype].gpus,
-                **task_times(container, ev, app, state),
-            )
-        )
+    tasks = [
+        task_state(name, task_specs, latest.get(name), events.task(name), app, node_labels)
+        for name in task_names(task_specs)
+    ]
     pending = pending_reasons(app, task_specs, tasks)
     waiting = capacity and pending and not app.ended
     return RunStatus(
@@ -290,6 +266,41 @@ def derive(
     )
 
 
+def task_state(
+    name: str,
+    task_specs: Mapping[str, TaskSpec],
+    container: ContainerInfo | None,
+    ev: Mapping[str, Any],
+    app: AppInfo,
+    node_labels: Mapping[str, Sequence[str]],
+) -> TaskState:
+    """One task from its latest container and its own events."""
+    ttype, _, idx = name.partition(":")
+    state = _task_state(container, ev, app)
+    if state == "succeeded" and ev.get("stop", {}).get("traceback"):
+        state = "failed"
+    # The service script's report of a killed process names its exit status.
+    killed_by = ev["stop"]["traceback"] if ev.get("stop", {}).get("exit_code", 0) > 1 else ""
+    on_gpu_node = container and NodeLabel.GPU.value in node_labels.get(container.node_http, ())
+    return TaskState(
+        task=name,
+        type=ttype,
+        index=int(idx),
+        state=state,
+        node=container.node_http if container else "",
+        gpu=bool(on_gpu_node),
+        container_id=container.container_id if container else "",
+        start_time=container.start_time if container else 0.0,
+        finish_time=container.finish_time if container else 0.0,
+        exit_message=killed_by or (container.exit_message if container else ""),
+        memory_mb=task_specs[ttype].memory,
+        vcores=task_specs[ttype].vcores,
+        gpus=task_specs[ttype].gpus,
+        **task_times(container, ev, app, state),
+        phases=task_phases(ev),
+    )
+
+
 def latest_containers(containers: Iterable[ContainerInfo]) -> dict[str, ContainerInfo]:
     """Each task's latest container (a restarted task has several)."""
     latest: dict[str, ContainerInfo] = {}
@@ -298,29 +309,6 @@ def latest_containers(containers: Iterable[ContainerInfo]) -> dict[str, Containe
         if prev is None or c.start_time >= prev.start_time:
             latest[c.task] = c
     return latest
-
-
-def task_times(
-    container: ContainerInfo | None, ev: Mapping[str, Any], app: AppInfo, state: str
-) -> dict[str, float]:
-    """A task's timeline in epoch ms: YARN's times where it has them, else the task's own
-    events (a container's finish time is 0 once the application master has gone)."""
-
-    def at(kind: str) -> float:
-        t = ev.get(kind, {}).get("t")
-        return float(t) * 1000 if isinstance(t, (int, float)) else 0.0
-
-    allocated = container.start_time if container else 0.0
-    running = at("container")
-    end = (container.finish_time if container else 0.0) or at("stop")
-    if not end and app.ended and (allocated or running) and state != "requested":
-        end = app.finish_time  # killed with its application: it ran until the end
-    return {
-        "requested_time": app.start_time,
-        "allocated_time": allocated or (running if running else 0.0),
-        "running_time": running,
-        "end_time": end,
-    }
 
 
 def pending_reasons(

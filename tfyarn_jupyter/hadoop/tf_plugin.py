@@ -256,8 +256,10 @@ def registered() -> bool:
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Registers the plugin right after ``tensorflow`` is imported, once."""
 
-    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
-        self.on_error = on_error
+    def __init__(
+        self, on_error: Callable[[BaseException], None], on_imported: Callable[[], None] | None
+    ) -> None:
+        self.on_error, self.on_imported = on_error, on_imported
         self.busy = False
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
@@ -279,6 +281,8 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             def exec_module(self, module: Any) -> None:
                 loader.exec_module(module)
                 finder.remove()
+                if finder.on_imported is not None:
+                    finder.on_imported()
                 try:
                     register()
                 except Exception as exc:
@@ -292,14 +296,18 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             sys.meta_path.remove(self)
 
 
-def register_on_import(on_error: Callable[[BaseException], None]) -> None:
+def register_on_import(
+    on_error: Callable[[BaseException], None], on_imported: Callable[[], None] | None = None
+) -> None:
     """:func:`register` now if TensorFlow is imported, else right after it is; errors go to
     ``on_error`` (a warning: the rest of TensorFlow works without ``hdfs://``)."""
     if "tensorflow" in sys.modules:
+        if on_imported is not None:
+            on_imported()
         try:
             register()
         except Exception as exc:
             on_error(exc)
         return
     if not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(on_error))
+        sys.meta_path.insert(0, _AfterImport(on_error, on_imported))

@@ -7,7 +7,9 @@ value is a small JSON object with the time it happened. Keys:
 ``task/<type:index>/<kind>``
     ``container`` (the process started; host, attempt), ``init`` (the
     address this task serves TensorFlow on), ``start``, ``train_start``,
-    ``train_stop``, ``eval_start``, ``eval_stop``, and ``stop`` (the task ended;
+    ``train_stop``, ``eval_start``, ``eval_stop``, ``phases`` (when the task reached each
+    phase of its start: interpreter, TensorFlow imported, cluster, model, restored, first
+    step; epoch seconds, rewritten as phases come) and ``stop`` (the task ended;
     ``traceback`` is empty on success). A ``tensorboard`` task's ``start`` has
     its page through the ResourceManager's proxy (``url``), the address that
     page proxies to (``target``) and the folder it reads (``logdir``).
@@ -46,6 +48,7 @@ from collections.abc import Mapping
 from typing import Any
 
 TASK_KINDS = (
+    "phases",
     "container",
     "init",
     "start",

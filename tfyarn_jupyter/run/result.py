@@ -20,6 +20,7 @@ from typing import Any
 
 from tfyarn_jupyter.core.spec import TaskSpec
 from tfyarn_jupyter.core.state import Failure, RunStatus, failed_service
+from tfyarn_jupyter.core.timeline import seconds_from_start
 from tfyarn_jupyter.hadoop import filesystem
 from tfyarn_jupyter.protocol.events import Events
 
@@ -58,6 +59,9 @@ class RunResult:
     logs: str
     #: Seconds each trainer spent training (from its own train_start to train_stop).
     training_time_s_per_task: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Seconds from each task's container start to each phase of its start
+    #: (``core.timeline.PHASES``: interpreter, TensorFlow imported, cluster, ..., first step).
+    phases_s_per_task: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     #: Each new attempt and why (a preempted container, a failed task...): see ``Run.restarts``.
     restarts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -112,6 +116,11 @@ def make_result(
         logs=f"yarn logs -applicationId {st.app.app_id}",
         training_time_s_per_task={t: s for t, s in per_task.items() if s},
         restarts=[dict(r) for r in restarts],
+        phases_s_per_task={
+            t.task: seconds_from_start(t.phases, t.allocated_time or t.running_time)
+            for t in st.tasks
+            if t.phases
+        },
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import cloudpickle
 import skein
 
-from tfyarn_jupyter.core import program, recovery
+from tfyarn_jupyter.core import recovery
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import SpecError, TaskSpec
 from tfyarn_jupyter.hadoop import filesystem, resourcemanager, tf_plugin
@@ -39,6 +39,7 @@ from tfyarn_jupyter.protocol.contract import (
     TF_HDFS_PLUGIN,
     TaskContract,
 )
+from tfyarn_jupyter.run import checks
 from tfyarn_jupyter.ship import layered_launch, packing
 from tfyarn_jupyter.ship.shipped import ShippedEnv
 
@@ -125,63 +126,6 @@ def service_script(
         f"TFYARN_TASK_MODULE={shlex.quote(task_module)}\n"
         f"TFYARN_OWN_TASK_MODULE={TASK_MODULE}\n{hook}{node_cache}{prelude}{body}"
     )
-
-
-def check_program(
-    experiment_fn: Callable[[], Any], task_specs: Mapping[str, TaskSpec], options: LaunchOptions
-) -> str:
-    """Refuse a program the shipped TensorFlow cannot run on this topology; return its kind.
-
-    The kind (Estimator, Keras, function) comes from the code ``experiment_fn``
-    reaches; the rules are the strategy table's (:func:`.contract.strategy_for`)
-    and the measured Keras table (:data:`.contract.KERAS_UNSUPPORTED`). First, a
-    ``custom_task_module`` must be importable in the environment that will be shipped.
-    """
-    from tfyarn_jupyter.ship import task_modules
-
-    task_modules.check_task_module(options)
-    kind = contract.FUNCTION if options.mode == "function" else program.program_kind(experiment_fn)
-    tf_version = program.tensorflow_version()
-    program.check_estimator(kind, tf_version)
-    program.check_legacy_keras(options.env)
-    if kind == program.UNKNOWN:
-        return kind
-    topology = {t: s.instances for t, s in task_specs.items()}
-    try:
-        strategy = contract.strategy_for(kind, topology)
-        if kind == contract.KERAS:
-            contract.check_keras(strategy, contract.keras_flavour(tf_version, options.env))
-    except contract.StrategyError as exc:
-        raise SpecError(str(exc)) from None
-    return kind
-
-
-def check_remote_files(options: LaunchOptions) -> None:
-    """Every ``files`` source on HDFS exists, and is a file: refused before any upload."""
-    for target, uri in options.remote_files.items():
-        st = filesystem.status(uri, strict=False)
-        if st is None:
-            raise SpecError(f"files[{target!r}]: {uri} does not exist")
-        if st.get("type") == "DIRECTORY":
-            raise SpecError(f"files[{target!r}]: {uri} is a folder; name a file (or an archive)")
-
-
-def check_tensorboard(task_specs: Mapping[str, TaskSpec], options: LaunchOptions) -> None:
-    """A tensorboard task must find its folder, and runs tfyarn's own task module."""
-    tb = task_specs.get("tensorboard")
-    if tb is None:
-        return
-    if options.mode == "function" and not tb.tb_model_dir:
-        raise SpecError(
-            "the tensorboard task reads the Experiment's model dir, and a function run has "
-            'none: give the folder your function writes summaries to, "tensorboard": '
-            "TaskSpec(..., tb_model_dir=...)"
-        )
-    if options.custom_task_module:
-        raise SpecError(
-            f"custom_task_module={options.custom_task_module!r} with a tensorboard task: "
-            "the tensorboard task runs tfyarn's own module; drop one of them"
-        )
 
 
 def tensorboard_env(spec: TaskSpec) -> dict[str, str]:
@@ -323,9 +267,9 @@ def prepare(
     """Everything up to submission: checks, payload, environment, the skein spec."""
     phases: dict[str, float] = {}
     t0 = time.perf_counter()
-    kind = check_program(experiment_fn, task_specs, options)
-    check_tensorboard(task_specs, options)
-    check_remote_files(options)
+    kind = checks.check_program(experiment_fn, task_specs, options)
+    checks.check_tensorboard(task_specs, options)
+    checks.check_remote_files(options)
     staged = _stage(experiment_fn, options)
     phases["validate"] = time.perf_counter() - t0
     try:

@@ -319,3 +319,14 @@ def test_the_keras_callback_takes_max_steps_from_fits_params(reporter, clock, wr
     iterations.value = 200
     cb.on_train_end({"loss": 0.1})
     assert written[-1]["max_steps"] == 200 and written[-1]["step"] == 200
+
+
+def test_the_first_step_is_announced_once():
+    from tfyarn_jupyter.container.progress import Reporter
+
+    seen: list[str] = []
+    reporter = Reporter(lambda figures: None, min_interval_s=0)
+    reporter.on_first_step = lambda: seen.append("first")
+    reporter.report(step=1, loss=1.0)
+    reporter.report(step=2, loss=0.5)
+    assert seen == ["first"]

@@ -290,3 +290,11 @@ def test_a_container_started_in_place_of_a_lost_one_is_the_same_task_restarted(a
     assert events.task_key("evaluator:0", "stop") not in app.kv
     assert events.ack_key("evaluator:0") not in app.kv
     task.forget_stop()  # nothing left to forget: no error
+
+
+def test_each_phase_of_a_tasks_start_is_reported_in_one_event(app, monkeypatch):
+    task = make_task(monkeypatch)
+    task.phase("interpreter", at=100.0)
+    task.phase("tensorflow")
+    ev = task.snapshot().task(task.name)["phases"]
+    assert ev["interpreter"] == 100.0 and ev["tensorflow"] > 100.0

@@ -28,7 +28,7 @@ from tfyarn_jupyter.core.spec import SpecError, TaskSpec, task_names, validate_t
 from tfyarn_jupyter.core.state import AppInfo
 from tfyarn_jupyter.protocol import contract, events
 from tfyarn_jupyter.protocol.contract import TaskContract, TensorBoardContract
-from tfyarn_jupyter.run import skein_app
+from tfyarn_jupyter.run import checks, skein_app
 from tfyarn_jupyter.run.polling import tensorboard_url
 
 CHIEF = TaskSpec("1G", 1)
@@ -110,13 +110,13 @@ def test_only_the_tensorboard_service_gets_its_variables():
 def test_a_function_run_needs_tb_model_dir_and_a_custom_module_excludes_tensorboard():
     specs = {"chief": CHIEF, "tensorboard": TaskSpec("1G", 1)}
     with pytest.raises(SpecError, match="tb_model_dir="):
-        skein_app.check_tensorboard(specs, LaunchOptions(mode="function"))
-    skein_app.check_tensorboard(
+        checks.check_tensorboard(specs, LaunchOptions(mode="function"))
+    checks.check_tensorboard(
         {"chief": CHIEF, "tensorboard": TaskSpec("1G", 1, tb_model_dir="/m")},
         LaunchOptions(mode="function"),
     )
     with pytest.raises(SpecError, match="custom_task_module"):
-        skein_app.check_tensorboard(specs, LaunchOptions(custom_task_module="my.task"))
+        checks.check_tensorboard(specs, LaunchOptions(custom_task_module="my.task"))
 
 
 # -- the link -----------------------------------------------------------------------------------

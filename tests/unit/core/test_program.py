@@ -9,7 +9,7 @@ import pytest
 from tfyarn_jupyter import Experiment, KerasExperiment, SpecError, TaskSpec
 from tfyarn_jupyter.core import program
 from tfyarn_jupyter.core.options import LaunchOptions
-from tfyarn_jupyter.run.skein_app import check_program
+from tfyarn_jupyter.run.checks import check_program
 
 
 def estimator_fn():
