@@ -40,7 +40,9 @@ import json, os, sys, time
 sys.path.insert(0, {str(NOTEBOOKS)!r})
 import cancer
 import tfyarn_jupyter
-from tfyarn_jupyter import TaskSpec, filesystem, layer_cache, packing
+from tfyarn_jupyter import TaskSpec
+from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.ship import layered_launch as layer_cache, packing
 def smallest_layer():
     plan = layer_cache.plan_environment(packing.venv_prefix(), None, "auto")[0]
     name = min(plan.layers, key=lambda layer: layer.size).archive_name
@@ -186,6 +188,62 @@ def test_a_layered_environment_runs_as_alice_and_its_layers_stay_hers(
     assert peek.returncode != 0 and "Permission denied: user=mallory" in peek.stderr, peek.stderr
 
 
+# -- a task reads HDFS through TensorFlow with the delegation tokens only ---------------------
+def test_a_task_reads_alices_csv_through_tensorflow_on_viewfs_and_the_ha_nameservice_with_tokens(
+    secure_box, tmp_path, alice_apps
+):
+    name = unique("tfyarn-test-secure-tfread")
+    alice_apps.append(name)
+    rows = 37
+    path = f"/user/alice/{name}/data.csv"
+    csv = "".join(f"{i},{i * 0.5},label{i % 3}\n" for i in range(rows)).encode()
+    out = client(
+        secure_box, "alice",
+        f"""
+        from tfyarn_jupyter import distributed
+        filesystem.write_bytes({path!r}, {csv!r})
+        URIS = {{"viewfs": filesystem.qualify({path!r}), "hdfs": "hdfs://tfyarn-ns" + {path!r}}}
+        def count_lines():
+            import subprocess
+            import tensorflow as tf
+            import tfyarn_jupyter
+            counts = {{}}
+            for fs, uri in URIS.items():
+                counts[fs + "_dataset"] = sum(1 for _ in tf.data.TextLineDataset(uri))
+                with tf.io.gfile.GFile(uri) as fh:
+                    counts[fs + "_gfile"] = sum(1 for _ in fh)
+            try:
+                ticket = subprocess.run(["klist", "-s"], timeout=30).returncode == 0
+            except FileNotFoundError:
+                ticket = None
+            tfyarn_jupyter.report(step=min(counts.values()), loss=0.0, ticket=ticket,
+                                  tokens=bool(os.environ.get("HADOOP_TOKEN_FILE_LOCATION")),
+                                  **counts)
+            wrong = {{k: n for k, n in counts.items() if n != {rows}}}
+            if wrong:
+                raise AssertionError(f"expected {rows} lines, counted {{wrong}}")
+        result = distributed.run_on_yarn(count_lines, {{"chief": SMALL["chief"]}}, name={name!r})
+        progress = tfyarn_jupyter.attach(result.app_id).status().progress.get("chief:0") or {{}}
+        report({{"final": result.final_status, "app_id": result.app_id, "uris": URIS,
+                "tasks": {{t: d["state"] for t, d in result.tasks.items()}},
+                "progress": {{k: v for k, v in progress.items() if k != "history"}}}})
+        """,
+        tmp_path,
+    )  # fmt: skip
+    print(f"\nTensorFlow read on HDFS in alice's task: {out}")
+    assert out["uris"]["viewfs"] == f"viewfs://tfyarn{path}", out["uris"]
+    assert out["final"] == "SUCCEEDED", out
+    assert out["tasks"] == {"chief:0": "succeeded"}, out
+    progress = out["progress"]
+    counts = {k: progress.get(k) for k in ("viewfs_dataset", "viewfs_gfile", "hdfs_dataset",
+                                           "hdfs_gfile")}  # fmt: skip
+    assert counts == dict.fromkeys(counts, rows), progress
+    assert progress["step"] == rows, progress
+    # The task read with skein's delegation tokens, not a ticket of its own.
+    assert progress["tokens"] is True, progress
+    assert progress["ticket"] is not True, progress
+
+
 # -- the magic in real kernels ----------------------------------------------------------------
 class UserKernel(Kernel):
     """A venv python3 kernel whose whole environment is ``user``'s on ``box``."""
@@ -220,7 +278,9 @@ def test_magic_as_alice_live_and_aggregated_logs_attach_from_a_second_kernel_and
     first = UserKernel(secure_box, "alice", tmp_path)
     second: UserKernel | None = None
     try:
-        first.run("%load_ext tfyarn_jupyter\nimport cancer\nfrom tfyarn_jupyter import filesystem")
+        first.run(
+            "%load_ext tfyarn_jupyter\nimport cancer\nfrom tfyarn_jupyter.hadoop import filesystem"
+        )
         first.run(
             f"%%tfyarn --chief 1G/1 --evaluator 1G/1 --name {prefix} --var r\n"
             f"model_dir = filesystem.qualify({model_dir!r})\n"
@@ -301,7 +361,7 @@ def test_mallory_can_neither_view_nor_kill_alices_run_and_a_view_grant_lets_her_
     seen = client(
         secure_box, "mallory",
         f"""
-        from tfyarn_jupyter import cluster
+        from tfyarn_jupyter.hadoop import resourcemanager as cluster
         c = cluster.get_client()
         def status(app):
             r = c.application_report(app)
@@ -316,7 +376,7 @@ def test_mallory_can_neither_view_nor_kill_alices_run_and_a_view_grant_lets_her_
                         "logs": outcome(lambda: tfyarn_jupyter.attach(app).logs("chief:0").source),
                         "kill": outcome(lambda: c.kill_application(app))}}
         # Straight to the NodeManager that runs alice's private chief: SPNEGO as mallory.
-        from tfyarn_jupyter import logs
+        from tfyarn_jupyter.run import logs
         from tfyarn_jupyter.core.state import ContainerInfo
         chief = ContainerInfo("chief:0", "RUNNING", {container!r}, {node!r})
         out["private"]["node_logs"] = outcome(lambda: logs.live(chief, "mallory", 4096))
@@ -388,7 +448,7 @@ def test_no_ticket_a_forbidden_queue_and_an_unknown_principal_are_refused_before
     alice = client(
         secure_box, "alice",
         SPY + textwrap.dedent(f"""
-        from tfyarn_jupyter import cluster
+        from tfyarn_jupyter.hadoop import resourcemanager as cluster
         out = {{"no_ticket": outcome(lambda: {launch}))}}
         out["ghost"] = outcome(lambda: {launch}, principal="ghost@TFYARN.SANDBOX",
                                                  keytab={str(ghost)!r}))

@@ -140,7 +140,7 @@ def test_namenode_failover_between_two_uploads_is_transparent(alice, alice_dir):
 TASK = """\
 import os, sys, time
 os.environ["KRB5CCNAME"] = "FILE:/nonexistent/tfyarn-no-ticket"
-from tfyarn_jupyter import filesystem
+from tfyarn_jupyter.hadoop import filesystem
 from tfyarn_jupyter.container.checkpoints import ModelDir
 
 base, until, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
