@@ -12,7 +12,7 @@ def test_phases_come_in_their_order_in_ms_with_training_start_from_its_own_event
         "train_start": {"t": 108.0},
     }  # fmt: skip
     got = task_phases(ev)
-    assert list(got) == ["interpreter", "tensorflow", "cluster", "train_start", "first_step"]
+    assert list(got) == ["interpreter", "cluster", "tensorflow", "train_start", "first_step"]
     assert got["interpreter"] == 100_500.0 and got["first_step"] == 110_000.0
     assert set(got) <= set(PHASES)
 
