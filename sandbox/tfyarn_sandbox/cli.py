@@ -1,9 +1,11 @@
-"""The ``tfyarn-sandbox`` command: start, stop, status, env, logs and failover of a sandbox.
+"""The ``tfyarn-sandbox`` command: start, stop, status, env, logs, failover and restart.
 
 ``start`` takes the shape options (``--kerberos``, ``--ha``, ``--viewfs``,
-``--hosts``, ``--nodes-without-python``, any together); the other commands read the shape from the
-sandbox's state. ``env --user NAME`` prints the exports of a shell acting as
-that user (a ticket from its keytab on a Kerberized sandbox).
+``--hosts``, ``--nodes-without-python``, ``--gpus N``, ``--preemption``, any
+together); the other commands read the shape from the sandbox's state.
+``env --user NAME`` prints the exports of a shell acting as that user (a ticket
+from its keytab on a Kerberized sandbox); ``restart DAEMON`` stops and starts one
+daemon and says how long it was down.
 """
 
 from __future__ import annotations
@@ -39,15 +41,30 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="NodeManagers where the client's Python (venv, base, system) is hidden",
     )
+    p_start.add_argument(
+        "--gpus", type=gpu_count, default=0, metavar="N", help="yarn.io/gpu on the gpu node"
+    )
+    p_start.add_argument(
+        "--preemption", action="store_true", help="queues low and high, and YARN's preemption"
+    )
     sub.add_parser("stop", help="stop the sandbox's daemons and containers")
     sub.add_parser("status", help="report each daemon and whether the cluster is ready")
     p_env = sub.add_parser("env", help="print the shell exports that point clients at the sandbox")
     p_env.add_argument("--user", default=None, help="act as this user (alice, mallory...)")
     sub.add_parser("failover", help="switch the active NameNode (--ha sandboxes)")
+    p_restart = sub.add_parser("restart", help="stop one daemon and start it again")
+    p_restart.add_argument("daemon", choices=(*DAEMONS, "namenode2"))
     p_logs = sub.add_parser("logs", help="print a daemon's log (or list them)")
     p_logs.add_argument("daemon", nargs="?", choices=(*DAEMONS, "namenode2", "kdc"))
     p_logs.add_argument("-n", type=int, default=100, help="lines from the end")
     return p
+
+
+def gpu_count(text: str) -> int:
+    """``--gpus``: a whole number of GPUs, 0 or more."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GPUs (0, 1, 2...)")
+    return int(text)
 
 
 def _shape(args: argparse.Namespace) -> Shape | None:
@@ -60,6 +77,8 @@ def _shape(args: argparse.Namespace) -> Shape | None:
         viewfs=args.viewfs,
         hosts=args.hosts,
         nodes_without_python=args.nodes_without_python,
+        gpus=args.gpus,
+        preemption=args.preemption,
     )
     return None if shape.is_default else shape
 
@@ -87,6 +106,14 @@ def _env(box: Sandbox, user: str | None) -> None:
         print(f"export {k}={shlex.quote(v)}")
     for k in box.unset_vars(user):
         print(f"unset {k}")
+
+
+def _restart(box: Sandbox, daemon: str) -> None:
+    stopped, down = box.restart(daemon)
+    print(
+        f"{daemon} restarted: down {down:.1f}s (stopped in {stopped:.1f}s, "
+        f"back with the cluster ready {down - stopped:.1f}s later)"
+    )
 
 
 def _logs(box: Sandbox, daemon: str | None, n: int) -> None:
@@ -117,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "failover":
             old, new, seconds = box.failover()
             print(f"active NameNode: {old} -> {new} ({seconds:.1f}s)")
+        elif args.cmd == "restart":
+            _restart(box, args.daemon)
         elif args.cmd == "logs":
             _logs(box, args.daemon, args.n)
     except SandboxError as exc:

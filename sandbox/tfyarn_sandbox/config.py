@@ -10,6 +10,7 @@ Nothing here starts a process, so it is tested without Java or a cluster.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -179,6 +180,22 @@ def conf_folders(layout: Layout) -> dict[Path, dict[str, dict[str, str]]]:
             "yarn-site.xml": hadoop_conf.nodemanager_site(layout, nm),
         }
     return folders
+
+
+def recovery_state(root: Path) -> list[Path]:
+    """What the ResourceManager and NodeManagers of the sandbox at ``root`` recover from."""
+    nms = [hadoop_conf.nm_recovery_dir(root, nm) for nm in NODEMANAGERS]
+    return [hadoop_conf.rm_state_store(root), *nms]
+
+
+def forget_recovery_state(root: Path) -> None:
+    """Remove :func:`recovery_state`, so a whole sandbox starts with no application.
+
+    A daemon restarted alone recovers; after a stop every container is gone, and
+    applications read back from the state store would only fail one by one.
+    """
+    for path in recovery_state(root):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def write_conf(layout: Layout) -> None:

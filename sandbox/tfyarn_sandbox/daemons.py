@@ -9,10 +9,14 @@ ResourceManager's REST API, WebHDFS) and the sandbox's ``yarn`` launcher.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -71,6 +75,34 @@ def pid_alive(root: Path, name: str, pid: int, main: str | None = None) -> bool:
     return (main or DAEMON_MAIN[name]) in cmd and any(str(root) in part for part in cmd)
 
 
+def ended(proc: psutil.Process) -> bool:
+    """Whether ``proc`` has exited: gone, or a zombie (whose parent, such as the test
+    session that started the sandbox, has not collected it yet)."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def terminate(proc: psutil.Process, timeout: float = 30.0) -> None:
+    """SIGTERM ``proc``, SIGKILL it if it has not ended ``timeout`` s later; wait for its end.
+
+    Polls :func:`ended` rather than waiting on the process, which for a daemon this
+    process did not start would never see a zombie end.
+    """
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.send_signal(sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if ended(proc):
+                with contextlib.suppress(psutil.Error):
+                    proc.wait(timeout=0)  # collects it if it is this process's child
+                return
+            time.sleep(0.1)
+    raise SandboxError(f"process {proc.pid} still runs after SIGTERM and SIGKILL")
+
+
 def sandbox_processes(root: Path) -> list[psutil.Process]:
     """Daemons and containers of the sandbox at ``root`` (by command line or working dir)."""
     mine = []
@@ -83,6 +115,28 @@ def sandbox_processes(root: Path) -> list[psutil.Process]:
         if f"-Dtfyarn.sandbox={prefix}" in cmd or cwd.startswith(prefix + os.sep + "nm" + os.sep):
             mine.append(proc)
     return mine
+
+
+#: The web port of each daemon: listening again once a restarted daemon is back.
+DAEMON_WEB_PORT = {
+    "namenode": "namenode_http",
+    "namenode2": "namenode2_http",
+    "datanode": "datanode_http",
+    "resourcemanager": "rm_http",
+    "nodemanager-cpu": "nm_cpu_http",
+    "nodemanager-gpu": "nm_gpu_http",
+}
+
+
+def web_listening(layout: Layout, daemon: str) -> bool:
+    """Whether daemon ``daemon``'s web port accepts connections (a TCP connect, no request:
+    the same on a Kerberized sandbox, where the request itself would need a ticket)."""
+    port = DAEMON_WEB_PORT[daemon]
+    try:
+        with socket.create_connection((layout.host_of(port), layout.ports[port]), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def rm_nodes(layout: Layout, get: JsonGet | None = None) -> list[dict]:

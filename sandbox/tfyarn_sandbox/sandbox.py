@@ -227,6 +227,7 @@ class Sandbox:
             if self.status()["ready"]:
                 return self.env()
             self._stop_processes()
+            sandbox_conf.forget_recovery_state(self.root)
             try:
                 if shape.is_default:
                     layout, java_home, state = self._configure()
@@ -287,8 +288,7 @@ class Sandbox:
             state["pids"][name] = procs[name].pid
             self.state_file.write_text(json.dumps(state, indent=1))
 
-        if not (self.root / "hdfs" / "name" / "current").exists():
-            self._format_namenode(layout, java_home)
+        sandbox_shaped.format_namenode(self, layout, java_home, Shape())
         spawn("namenode")
         spawn("datanode")
         spawn("resourcemanager")
@@ -300,16 +300,6 @@ class Sandbox:
         spawn("nodemanager-gpu")
         nms_ready = "both NodeManagers RUNNING with their labels"
         self._wait(nms_ready, lambda: nodes_ready(layout), procs, timeout)
-
-    def _format_namenode(self, layout: Layout, java_home: Path) -> None:
-        cmd = sandbox_conf.java_command(
-            layout, java_home, "namenode", "-format", "-nonInteractive", "-force"
-        )
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_dir / "namenode-format.log", "wb") as log:
-            rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
-        if rc != 0:
-            raise self._fail("namenode-format", f"failed with code {rc}")
 
     # -- stop ------------------------------------------------------------------
     def _stop_processes(self) -> None:
@@ -346,13 +336,24 @@ class Sandbox:
         with locked(self.root / ".lock"):
             self._stop_processes()
 
+    def restart(self, name: str, timeout: float = 180.0) -> tuple[float, float]:
+        """Restart daemon ``name`` alone (see :meth:`daemon_stopped`): the seconds it took
+        to stop, and the seconds from a stop request until the cluster was ready again."""
+        t0 = time.monotonic()
+        with self.daemon_stopped(name, timeout):
+            stopped = time.monotonic() - t0
+        return stopped, time.monotonic() - t0
+
     @contextlib.contextmanager
     def daemon_stopped(self, name: str, timeout: float = 180.0) -> Iterator[None]:
         """Stop one daemon (SIGTERM, then SIGKILL) for the block, then start it again.
 
-        For fault tests. The sandbox's lock is held throughout, so a concurrent
-        :meth:`start` waits for the daemon to be back instead of restarting
-        the whole cluster; the daemon is restarted even when the block fails.
+        For fault tests and ``tfyarn-sandbox restart``: the ResourceManager and the
+        NodeManagers recover their state when they come back (see
+        :func:`tfyarn_sandbox.site_xml.rm_recovery`). The sandbox's lock is held
+        throughout, so a concurrent :meth:`start` waits for the daemon to be back
+        instead of restarting the whole cluster; the daemon is restarted even when
+        the block fails, and the block ends once it listens and the cluster is ready.
         """
         daemons = sandbox_shape.daemons(self.current_shape())
         if name not in daemons:
@@ -364,13 +365,7 @@ class Sandbox:
             pid = state["pids"].get(name)
             if pid is None or not self._pid_alive(name, pid):
                 raise SandboxError(f"sandbox daemon {name} is not running")
-            proc = psutil.Process(pid)
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(psutil.TimeoutExpired):
-                proc.wait(timeout=30)
-            if proc.is_running():
-                proc.kill()
-                proc.wait(timeout=10)
+            sandbox_daemons.terminate(psutil.Process(pid))
             try:
                 yield
             finally:
@@ -381,8 +376,8 @@ class Sandbox:
                 self.state_file.write_text(json.dumps(state, indent=1))
                 sandbox_shaped.restarted(self, layout, name, spawned, timeout)
                 self._wait(
-                    "all daemons back and both NodeManagers RUNNING with their labels",
-                    lambda: self._ready(layout),
+                    f"{name} listening, both NodeManagers RUNNING with their labels",
+                    lambda: sandbox_daemons.web_listening(layout, name) and self._ready(layout),
                     {name: spawned},
                     timeout,
                 )

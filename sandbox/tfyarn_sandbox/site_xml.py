@@ -2,9 +2,11 @@
 
 Pure functions from a :class:`Layout` (directories, ports, user) to the
 properties of ``core-site.xml``, ``hdfs-site.xml``, ``yarn-site.xml`` and
-``capacity-scheduler.xml``; :func:`to_xml` renders one such mapping. Kept free
-of I/O so the topology (two NodeManagers, one in an exclusive ``gpu``
-partition; queues ``default`` and ``ml-gpu``) is tested without a cluster.
+``capacity-scheduler.xml``, and of the optional ``resource-types.xml`` and
+``node-resources.xml`` (``start --gpus N``); :func:`to_xml` renders one such
+mapping. Kept free of I/O so the topology (two NodeManagers, one in an exclusive
+``gpu`` partition; queues ``default`` and ``ml-gpu``, or with ``--preemption``
+also ``low`` and ``high``), its restarts and its GPUs are tested without a cluster.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from pathlib import Path
 
 GPU_LABEL = "gpu"
 QUEUES = ("default", "ml-gpu")
+#: The queues ``start --preemption`` adds: each guaranteed half of the unlabelled partition.
+PREEMPTION_QUEUES = ("low", "high")
+#: The resource type YARN counts GPUs as (Hadoop's ``ResourceInformation.GPU_URI``).
+GPU_RESOURCE = "yarn.io/gpu"
 #: Memory and vcores of each NodeManager: two of them fit a 2-core, 24 GiB host.
 NM_MEMORY_MB = 8192
 NM_VCORES = 8
@@ -107,6 +113,36 @@ def hdfs_site(layout: Layout) -> dict[str, str]:
     }
 
 
+#: How long a client, an application master or a NodeManager retries a ResourceManager
+#: that does not answer (``tfyarn-sandbox restart resourcemanager`` takes ~10-30 s).
+RM_CONNECT_WAIT_MS = 120_000
+
+
+def rm_state_store(root: Path) -> Path:
+    """Where the ResourceManager of the sandbox at ``root`` keeps its applications."""
+    return root / "rm-state"
+
+
+def rm_recovery(layout: Layout) -> dict[str, str]:
+    """Work-preserving ResourceManager restart (Hadoop's ResourceManagerRestart.md).
+
+    The applications and their attempts go to a state store in the sandbox's folder
+    (the local file system: HDFS may be the very daemon being restarted); a restarted
+    ResourceManager reads it back, the NodeManagers report their running containers
+    and the application masters register again, so nothing running is killed.
+    """
+    return {
+        "yarn.resourcemanager.recovery.enabled": "true",
+        "yarn.resourcemanager.work-preserving-recovery.enabled": "true",
+        "yarn.resourcemanager.store.class": (
+            "org.apache.hadoop.yarn.server.resourcemanager.recovery.FileSystemRMStateStore"
+        ),
+        "yarn.resourcemanager.fs.state-store.uri": f"file://{rm_state_store(layout.root)}",
+        # Two NodeManagers report within a heartbeat or two: no need for the default 10 s.
+        "yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms": "3000",
+    }
+
+
 def yarn_site(layout: Layout) -> dict[str, str]:
     """Properties shared by the ResourceManager, NodeManagers and clients."""
     return {
@@ -119,8 +155,11 @@ def yarn_site(layout: Layout) -> dict[str, str]:
         "yarn.resourcemanager.scheduler.class": (
             "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler"
         ),
-        "yarn.resourcemanager.connect.max-wait.ms": "15000",
+        # Application masters read this file too: one that gives up on the
+        # ResourceManager before a restart of it is over ends its application.
+        "yarn.resourcemanager.connect.max-wait.ms": str(RM_CONNECT_WAIT_MS),
         "yarn.resourcemanager.connect.retry-interval.ms": "500",
+        **rm_recovery(layout),
         "yarn.resourcemanager.nm-container-queuing.enabled": "false",
         "yarn.resourcemanager.am.max-attempts": "1",
         "yarn.scheduler.minimum-allocation-mb": "128",
@@ -160,6 +199,11 @@ def yarn_site(layout: Layout) -> dict[str, str]:
     }
 
 
+def nm_recovery_dir(root: Path, nm: str) -> Path:
+    """Where NodeManager ``nm`` of the sandbox at ``root`` keeps its containers' state."""
+    return root / "nm" / nm / "recovery"
+
+
 def nodemanager_site(layout: Layout, nm: str) -> dict[str, str]:
     """yarn-site for NodeManager ``nm`` ("cpu" or "gpu"): own ports and dirs."""
     props = yarn_site(layout)
@@ -172,7 +216,12 @@ def nodemanager_site(layout: Layout, nm: str) -> dict[str, str]:
             "yarn.nodemanager.webapp.address": layout.addr(f"nm_{nm}_http"),
             "yarn.nodemanager.local-dirs": str(base / "local"),
             "yarn.nodemanager.log-dirs": str(base / "logs"),
-            "yarn.nodemanager.recovery.dir": str(base / "recovery"),
+            # NodeManager restart (NodeManager.md): containers it launched are recovered
+            # from this store after a crash. Its RPC port is fixed (the sandbox's port
+            # map), as recovery needs; not "supervised", so a stopped NodeManager still
+            # kills its containers on its way down, as a lost node does.
+            "yarn.nodemanager.recovery.enabled": "true",
+            "yarn.nodemanager.recovery.dir": str(nm_recovery_dir(layout.root, nm)),
         }
     )
     if nm == GPU_LABEL:
@@ -217,6 +266,77 @@ def capacity_scheduler(layout: Layout) -> dict[str, str]:
             "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
         ),
     }
+
+
+def resource_types() -> dict[str, str]:
+    """``resource-types.xml`` of a sandbox with GPUs: ``yarn.io/gpu`` as a countable resource.
+
+    The ResourceManager, the NodeManagers, application masters and clients all read it
+    (skein's driver refuses ``gpus=`` for a resource type its configuration lacks).
+    """
+    return {"yarn.resource-types": GPU_RESOURCE}
+
+
+def node_resources(gpus: int) -> dict[str, str]:
+    """``node-resources.xml`` of the gpu NodeManager: how many GPUs it offers.
+
+    A declared count only: no GPU plugin (it needs ``nvidia-smi``, and the
+    LinuxContainerExecutor with cgroups to isolate devices), so YARN counts and
+    reserves GPUs but assigns no device to a container.
+    """
+    return {f"yarn.nodemanager.resource-type.{GPU_RESOURCE}": str(gpus)}
+
+
+def preemption_site() -> dict[str, str]:
+    """The ResourceManager's preemption monitor, quick enough for a test to watch it.
+
+    Every second it compares each queue's use with its guarantee; it takes the whole
+    shortfall at once (termination factor 1, all of it in one round, nothing ignored
+    over capacity) and kills a container 5 s after asking its application for it.
+    """
+    pre = "yarn.resourcemanager.monitor.capacity.preemption"
+    return {
+        "yarn.resourcemanager.scheduler.monitor.enable": "true",
+        "yarn.resourcemanager.scheduler.monitor.policies": (
+            "org.apache.hadoop.yarn.server.resourcemanager.monitor.capacity."
+            "ProportionalCapacityPreemptionPolicy"
+        ),
+        f"{pre}.monitoring_interval": "1000",
+        f"{pre}.max_wait_before_kill": "5000",
+        f"{pre}.natural_termination_factor": "1",
+        f"{pre}.total_preemption_per_round": "1",
+        f"{pre}.max_ignored_over_capacity": "0",
+    }
+
+
+def preemption_queues(layout: Layout) -> dict[str, str]:
+    """The queues of ``start --preemption``: ``low`` and ``high`` share the unlabelled
+    partition half and half, each able to grow to all of it; ``default`` and ``ml-gpu``
+    stay (``ml-gpu`` keeps the gpu partition) with no guarantee on the unlabelled one.
+
+    So an application in ``high`` that asks for its half takes it back from ``low``
+    (or from ``default`` / ``ml-gpu``) through the preemption monitor. A user limit
+    factor of -1 lets one user fill a queue up to its maximum capacity, and a queue
+    without a guarantee needs it, and a number of applications of its own, to run any.
+    """
+    q = "yarn.scheduler.capacity.root"
+    props = capacity_scheduler(layout)
+    props[f"{q}.queues"] = ",".join((*QUEUES, *PREEMPTION_QUEUES))
+    for name in QUEUES:
+        props[f"{q}.{name}.capacity"] = "0"
+        props[f"{q}.{name}.user-limit-factor"] = "-1"
+        # Else a share of yarn.scheduler.capacity.maximum-applications as small as the guarantee.
+        props[f"{q}.{name}.maximum-applications"] = "1000"
+    for name in PREEMPTION_QUEUES:
+        props |= {
+            f"{q}.{name}.capacity": "50",
+            f"{q}.{name}.maximum-capacity": "100",
+            f"{q}.{name}.user-limit-factor": "-1",
+            f"{q}.{name}.acl_submit_applications": "*",
+            f"{q}.{name}.acl_administer_queue": layout.user,
+            f"{q}.{name}.accessible-node-labels": " ",
+        }
+    return props
 
 
 def to_xml(props: dict[str, str]) -> bytes:

@@ -194,7 +194,7 @@ def boot(
         sandbox_hosts.add(state["hosts"], layout.root)
     if shape.kerberos:
         _start_kdc(box, layout, state, procs, timeout)
-    _format(box, layout, java_home, shape)
+    format_namenode(box, layout, java_home, shape)
     for name in sandbox_shape.daemons(shape):
         if not name.startswith("nodemanager-"):
             spawn(name)
@@ -259,8 +259,10 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _format(box: Sandbox, layout: Layout, java_home: Path, shape: Shape) -> None:
-    """Format the (first) NameNode's metadata once; with ``--ha`` copy it to the second."""
+def format_namenode(box: Sandbox, layout: Layout, java_home: Path, shape: Shape) -> None:
+    """Format the (first) NameNode's metadata once; with ``--ha`` copy it to the second.
+
+    The default sandbox's start uses it too (with the default shape)."""
     first = sandbox_ha.name_dir(layout, "nn1") if shape.ha else layout.root / "hdfs" / "name"
     if not (first / "current").exists():
         cmd = sandbox_shape.java_command(

@@ -7,7 +7,9 @@ nameservice and a viewfs mount table (``--ha``, ``--viewfs``,
 :mod:`tfyarn_sandbox.shapes.ha`), and daemons at addresses and hostnames of
 their own (``--hosts``, :mod:`tfyarn_sandbox.shapes.hosts`). This module
 composes them: the ports, daemons, hosts and configuration folders of a shape,
-as plain data, so every shape is tested without a cluster.
+as plain data, so every shape is tested without a cluster. Two options change
+only YARN's configuration: ``--gpus N`` (``yarn.io/gpu`` on the gpu NodeManager)
+and ``--preemption`` (queues ``low`` and ``high``, the preemption monitor).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from tfyarn_sandbox.config import DAEMON_MAIN, DAEMONS, NODEMANAGERS, SHAPE_PORT
 from tfyarn_sandbox.shapes import ha as sandbox_ha
 from tfyarn_sandbox.shapes import kerberos as sandbox_kerberos
 from tfyarn_sandbox.shapes import secure_io
-from tfyarn_sandbox.site_xml import Layout
+from tfyarn_sandbox.site_xml import GPU_LABEL, Layout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,27 +42,39 @@ class Shape:
     hosts: bool = False
     #: NodeManagers in a mount namespace where the client's Python is hidden (issue 14).
     nodes_without_python: bool = False
+    #: ``yarn.io/gpu`` the gpu NodeManager offers (issue 24); 0: GPUs are only a node label.
+    gpus: int = 0
+    #: Queues ``low`` and ``high`` and the CapacityScheduler's preemption monitor (issue 25).
+    preemption: bool = False
 
     @property
     def is_default(self) -> bool:
         return not any(dataclasses.astuple(self))
 
     def flags(self) -> list[str]:
-        """The ``tfyarn-sandbox start`` options that make this shape."""
-        return [
-            f"--{f.name.replace('_', '-')}"
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name)
-        ]
+        """The ``tfyarn-sandbox start`` options that make this shape (``--gpus=N`` for a count)."""
+        out = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            flag = f"--{f.name.replace('_', '-')}"
+            if value is True:
+                out.append(flag)
+            elif value:
+                out.append(f"{flag}={value}")
+        return out
 
-    def to_state(self) -> dict[str, bool]:
+    def to_state(self) -> dict[str, bool | int]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any] | None) -> Shape:
-        """The shape a state file records (none recorded: the default)."""
+        """The shape a state file records (none recorded: the default).
+
+        Each option is read back as its default's type: a yes/no, or the GPU count.
+        """
         saved = (state or {}).get("shape") or {}
-        return cls(**{f.name: bool(saved.get(f.name)) for f in dataclasses.fields(cls)})
+        defaults = dataclasses.asdict(cls())
+        return cls(**{name: type(d)(saved.get(name) or d) for name, d in defaults.items()})
 
 
 #: Each host of a ``--hosts`` sandbox and the ports it serves (``nn2`` only with ``--ha``).
@@ -148,7 +162,9 @@ def conf_folders(layout: Layout, shape: Shape) -> dict[Path, dict[str, dict[str,
     """Every configuration folder of ``shape`` and the properties of each of its files.
 
     The default sandbox's folders, with each option's properties laid over them,
-    and with ``--ha`` one more folder per NameNode (its id and metadata folder).
+    with ``--ha`` one more folder per NameNode (its id and metadata folder), and with
+    ``--gpus N`` a ``resource-types.xml`` in each folder and the gpu NodeManager's
+    ``node-resources.xml``.
     """
     folders = _default_conf_folders(layout)
     common = folders[layout.conf_dir]
@@ -158,8 +174,13 @@ def conf_folders(layout: Layout, shape: Shape) -> dict[Path, dict[str, dict[str,
         common["hdfs-site.xml"] = sandbox_ha.ha_hdfs_site(common["hdfs-site.xml"], layout)
     if shape.viewfs:
         common["core-site.xml"].update(sandbox_ha.viewfs_core_site(hdfs_uri))
+    if shape.preemption:  # before Kerberos, whose queue ACLs go on top
+        common["yarn-site.xml"].update(hadoop_conf.preemption_site())
+        common["capacity-scheduler.xml"] = hadoop_conf.preemption_queues(layout)
     if shape.kerberos:
         sandbox_kerberos.secure_files(common, layout)
+    if shape.gpus:
+        common["resource-types.xml"] = hadoop_conf.resource_types()
     for nm in NODEMANAGERS:
         nm_files = folders[layout.nm_conf_dir(nm)]
         yarn = nm_files["yarn-site.xml"]
@@ -167,6 +188,9 @@ def conf_folders(layout: Layout, shape: Shape) -> dict[Path, dict[str, dict[str,
             yarn.update(sandbox_kerberos.yarn_site(layout))
             yarn.update(sandbox_kerberos.nodemanager_site(layout))
         folders[layout.nm_conf_dir(nm)] = {**common, "yarn-site.xml": yarn}
+    if shape.gpus:
+        gpu_nm = folders[layout.nm_conf_dir(GPU_LABEL)]
+        gpu_nm["node-resources.xml"] = hadoop_conf.node_resources(shape.gpus)
     if shape.ha:
         for name in ("namenode", "namenode2"):
             nn = sandbox_ha.namenode_id(name)
