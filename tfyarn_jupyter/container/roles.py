@@ -38,11 +38,26 @@ def run(task: Task) -> int:
         task.put("stop", traceback=tb, exit_code=1)
         task.wait_for_ack()
         # TensorBoard failing is shown, but never ends the training (as in tf-yarn).
-        return 0 if task.type == "tensorboard" else 1
+        if task.type == "tensorboard":
+            return 0
+        if task.type == "evaluator":
+            _fail_application(task)
+        return 1
     task.put("stop", traceback="", exit_code=0)
     log(f"{task.name} done")
     task.wait_for_ack()
     return 0
+
+
+def _fail_application(task: Task) -> None:
+    """An evaluator whose own code raised ends the run, as before: YARN's application master
+    restarts a lost evaluator's container (issue 25), never one that failed by itself."""
+    try:
+        from skein.model import FinalStatus
+
+        task.app.shutdown(FinalStatus.FAILED, f"Failure in service {task.type}, its code raised")
+    except Exception as exc:  # the container's exit status still fails it
+        log(f"could not end the application: {exc!r}")
 
 
 def _run_role_reporting(task: Task) -> str:
@@ -157,8 +172,8 @@ def _import_tensorflow_meanwhile() -> None:
     import sys
     import threading
 
-    if "tensorflow" in sys.modules:
-        return
+    if "tensorflow" in sys.modules or "SKEIN_CONTAINER_ID" not in os.environ:
+        return  # already there, or not in a container (a test's stand-in application)
 
     def load() -> None:
         try:

@@ -25,6 +25,10 @@ class KV(dict):
 class App:
     def __init__(self) -> None:
         self.kv = KV()
+        self.shutdowns: list = []
+
+    def shutdown(self, status, diagnostics=""):
+        self.shutdowns.append((str(status), diagnostics))
 
     def get_containers(self, **_kwargs):
         return []
@@ -143,3 +147,21 @@ def test_a_trainer_reports_progress_and_a_failed_role_its_traceback(monkeypatch,
     assert ev.progress["chief:0"]["step"] == 5, "the last figures are flushed at the end"
     assert "RuntimeError: diverged" in ev.traceback("chief:0")
     assert not task.port_hold.held
+
+
+def test_an_evaluator_whose_code_raised_ends_the_application_instead_of_being_restarted(
+    monkeypatch, tmp_path
+):
+    def role(task, cluster):
+        raise RuntimeError("eval input broken")
+
+    monkeypatch.setattr(roles, "run_role", role)
+    monkeypatch.setenv("TF_CONFIG", "")
+    monkeypatch.setattr(progress, "_current", None)
+    monkeypatch.delenv("SKEIN_CONTAINER_ID", raising=False)
+    # No peers to wait for: the evaluator is outside the TensorFlow cluster.
+    task = task_for(monkeypatch, tmp_path, "evaluator_0", {"evaluator": 1})
+    assert roles.run(task) == 1
+    assert task.app.shutdowns == [("FAILED", "Failure in service evaluator, its code raised")]
+    chief = task_for(monkeypatch, tmp_path, "chief_0", {"chief": 1})
+    assert roles.run(chief) == 1 and chief.app.shutdowns == []  # skein fails a chief itself
