@@ -84,7 +84,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("tf_hdfs", tf_hdfs, True),
         ("sandbox", sandbox_start, cfg.sandbox_start),
         ("launches", launches, True),
-        ("training", training, True),
+        ("training", training, not cfg.smoke),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
         ("current_tf", current_tf, not cfg.smoke),
         ("layers", layers, not cfg.smoke),

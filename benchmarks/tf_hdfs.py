@@ -31,7 +31,7 @@ MIB = 1 << 20
 
 def _sizes(smoke: bool) -> tuple[int, int, int, int]:
     """(large file, TFRecord files, bytes per TFRecord file, checkpoint), in bytes."""
-    return (256 * MIB, 4, 32 * MIB, 64 * MIB) if smoke else (1024 * MIB, 16, 64 * MIB, 256 * MIB)
+    return (64 * MIB, 4, 16 * MIB, 32 * MIB) if smoke else (1024 * MIB, 16, 64 * MIB, 256 * MIB)
 
 
 def _write_blob(path: str, size: int) -> None:

@@ -51,7 +51,7 @@ def test_sections_run_in_order_and_smoke_skips_the_sandbox_start_baselines_and_k
         "current_tf",
         "layers",
     ]
-    skipped = ["sandbox", "tfyarn070", "current_tf", "layers"]
+    skipped = ["sandbox", "training", "tfyarn070", "current_tf", "layers"]
     assert [name for name, enabled in smoke.items() if not enabled] == skipped
     assert all(enabled for _, _, enabled in sections(config(5, False, Path("out"))))
 
