@@ -121,7 +121,9 @@ def test_progress_increases_while_running_and_says_steps_per_second(
     sandbox, cancer, cancer_files, hdfs_dir, runs
 ):
     def experiment_fn():
-        return cancer.keras_experiment(hdfs_dir, epochs=30, steps_per_epoch=50)
+        # Long enough (about a minute and a half at 1000 steps/s) that three reports come
+        # while it runs, whatever the machine's speed; the test cancels it after them.
+        return cancer.keras_experiment(hdfs_dir, epochs=40, steps_per_epoch=2500)
 
     run = submit(experiment_fn, {"chief": SMALL}, files=cancer_files, name=unique("tfyarn-prog"))
     runs.append(run)
