@@ -19,6 +19,13 @@ value is a small JSON object with the time it happened. Keys:
     and ``cpu_percent`` of its process tree, ``memory_limit_bytes``, ``gpu``
     where ``nvidia-smi`` exists), overwritten in place at most every 2 s: one
     key per task, however long the run, so the store stays small.
+``restarts/<type:index>/<n, zero-padded>``
+    The task's ``n``-th restart inside the application (its container was lost and YARN's
+    application master started another): ``cause`` (``preempted``, ``node lost``,
+    ``failed``, ``peer restarted``: it was stopped so that its cluster restarts together),
+    ``exit_status`` of the lost container where YARN gave one, ``step`` (the last step the
+    task reported before the loss) and ``resumed_step`` once it restored a checkpoint, so
+    that the steps lost are ``step - resumed_step``. Written by the restarted container.
 ``metrics/<global step, zero-padded>``
     One evaluation's results, published by the evaluator as it computes them.
 ``client/heartbeat``
@@ -77,6 +84,11 @@ def progress_key(task: str) -> str:
     return f"progress/{task}"
 
 
+def restart_key(task: str, n: int) -> str:
+    """The key of ``task``'s ``n``-th restart (``n`` from 1)."""
+    return f"restarts/{task}/{int(n):04d}"
+
+
 def metrics_key(step: int) -> str:
     return f"metrics/{int(step):012d}"
 
@@ -122,6 +134,8 @@ class Events:
     #: The client's latest explanation of what is pending and why ("" when nothing waits).
     capacity: str = ""
     acked: set[str] = dataclasses.field(default_factory=set)
+    #: Each task's restarts inside the application, oldest first (each with its ``n``).
+    restarts: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def task(self, name: str) -> dict[str, dict[str, Any]]:
         return self.tasks.get(name, {})
@@ -146,6 +160,8 @@ def parse(kv: Mapping[str, bytes]) -> Events:
             ev.tasks.setdefault(parts[1], {})[parts[2]] = decode(kv[key])
         elif parts[0] == "progress" and len(parts) == 2:
             ev.progress[parts[1]] = decode(kv[key])
+        elif parts[0] == "restarts" and len(parts) == 3 and parts[2].isdigit():
+            ev.restarts.setdefault(parts[1], []).append({**decode(kv[key]), "n": int(parts[2])})
         elif parts[0] == "metrics" and len(parts) == 2:
             m = decode(kv[key])
             if "step" in m:

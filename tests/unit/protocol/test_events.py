@@ -201,3 +201,16 @@ def test_unacked_stops_are_ended_tasks_the_client_has_not_acknowledged():
 def test_client_attached(heartbeat, detached, now, attached):
     ev = Events(heartbeat=heartbeat, detached=detached)
     assert ev.client_attached(now, timeout=60.0) is attached
+
+
+def test_parse_lists_each_tasks_restarts_in_order_with_their_number():
+    kv = {
+        events.restart_key("worker:0", 10): events.encode({"cause": "failed"}, t=3.0),
+        events.restart_key("worker:0", 2): events.encode({"cause": "preempted", "step": 40}, t=2.0),
+        events.restart_key("chief:0", 1): events.encode({"cause": "peer restarted"}, t=2.5),
+        "restarts/worker:0/not-a-number": b"{}",
+    }
+    got = events.parse(kv).restarts
+    assert [(r["n"], r["cause"]) for r in got["worker:0"]] == [(2, "preempted"), (10, "failed")]
+    assert got["worker:0"][0]["step"] == 40
+    assert [r["cause"] for r in got["chief:0"]] == ["peer restarted"]
