@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 from tfyarn_sandbox.config import default_root
 from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes.shape import Shape
 
 #: YARN application states after which nothing more happens.
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
@@ -52,6 +54,43 @@ def session_sandbox(root: Path | None = None) -> Iterator[Sandbox]:
     finally:
         if started_here and not os.environ.get("TFYARN_KEEP_SANDBOX"):
             box.stop()
+
+
+def discard_cluster_data(box: Sandbox) -> None:
+    """Remove a stopped sandbox's HDFS blocks and NodeManager caches; keep its logs.
+
+    A suite's own sandbox holds the environment once in HDFS and twice on each
+    NodeManager (localised layers, unpacked layers): about 12 GB that pytest would
+    otherwise keep in its temporary folders for the rest of the run and the next two.
+    Its logs (the daemons' and the containers') stay for a failure's post-mortem.
+    """
+    shutil.rmtree(box.root / "hdfs", ignore_errors=True)
+    for local in (box.root / "nm").glob("*/local"):
+        shutil.rmtree(local, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def shaped_sandbox(
+    root: Path, shape: Shape, *, reuse: bool = False, timeout: float = 300.0, export: bool = True
+) -> Iterator[Sandbox]:
+    """A sandbox of ``shape`` at ``root`` for one suite: started (or, with ``reuse``, taken
+    as it is when already healthy there), its client environment exported while held
+    unless ``export`` is false; one started here is stopped at the end and its cluster
+    data (HDFS blocks, NodeManager caches) removed, its logs kept."""
+    box = Sandbox(root, shape=shape)
+    reused = reuse and box.status()["ready"]
+    t0 = time.monotonic()
+    env = box.start(timeout=timeout)
+    flags = " ".join(shape.flags()) or "(default shape)"
+    print(f"sandbox {flags} {'reused' if reused else 'ready'} in "
+          f"{time.monotonic() - t0:.1f}s at {root}")  # fmt: skip
+    try:
+        with exported(env) if export else contextlib.nullcontext():
+            yield box
+    finally:
+        if not reused:
+            box.stop()
+            discard_cluster_data(box)
 
 
 class AppTracker:

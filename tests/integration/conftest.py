@@ -14,11 +14,10 @@ from typing import Any
 
 import psutil
 import pytest
+from tfyarn_sandbox.fixtures import discard_cluster_data
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes import hosts as sandbox_hosts
 from tfyarn_sandbox.shapes.shape import Shape
-
-from .helpers import discard_cluster_data
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from typing import TYPE_CHECKING
 
@@ -23,16 +22,3 @@ def as_user(box: Sandbox, user: str | None, **extra: str) -> dict[str, str]:
     for name in box.unset_vars(user):
         env.pop(name, None)
     return env
-
-
-def discard_cluster_data(box: Sandbox) -> None:
-    """Remove a stopped sandbox's HDFS blocks and NodeManager caches; keep its logs.
-
-    A suite's own sandbox holds the environment once in HDFS and twice on each
-    NodeManager (localised layers, unpacked layers): about 12 GB that pytest would
-    otherwise keep in its temporary folders for the rest of the run and the next two.
-    Its logs (the daemons' and the containers') stay for a failure's post-mortem.
-    """
-    shutil.rmtree(box.root / "hdfs", ignore_errors=True)
-    for local in (box.root / "nm").glob("*/local"):
-        shutil.rmtree(local, ignore_errors=True)

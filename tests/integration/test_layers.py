@@ -18,12 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tfyarn_sandbox.fixtures import shaped_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes import shape as sandbox_shape
 from tfyarn_sandbox.shapes.shape import Shape
 
 from .conftest import NOTEBOOKS
-from .helpers import discard_cluster_data, unique
+from .helpers import unique
 
 pytestmark = pytest.mark.sandbox
 
@@ -42,15 +43,8 @@ def nwp_box(tmp_path_factory) -> Iterator[Sandbox]:
     """The ``--nodes-without-python`` sandbox (each launch gets its env explicitly)."""
     given = os.environ.get("TFYARN_NWP_SANDBOX_DIR")
     root = Path(given) if given else tmp_path_factory.mktemp("nwp")
-    box = Sandbox(root, shape=SHAPE)
-    reused = bool(given) and box.status()["ready"]
-    box.start(timeout=300)
-    try:
+    with shaped_sandbox(root, SHAPE, reuse=bool(given), export=False) as box:
         yield box
-    finally:
-        if not reused:
-            box.stop()
-            discard_cluster_data(box)
 
 
 def launch(box: Sandbox, python: Path, tmp: Path, user: str | None = None, **args) -> dict:

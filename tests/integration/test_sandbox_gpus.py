@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import requests
 import skein
-from tfyarn_sandbox.fixtures import AppTracker, exported, killing_leftovers
+from tfyarn_sandbox.fixtures import AppTracker, exported, killing_leftovers, shaped_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_sandbox.site_xml import GPU_LABEL, GPU_RESOURCE
 
-from .helpers import discard_cluster_data, unique
+from .helpers import unique
 
 GPUS = 2
 APP_TIMEOUT_S = 180.0
@@ -30,18 +30,9 @@ APP_TIMEOUT_S = 180.0
 
 @pytest.fixture(scope="module")
 def gpu_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """A sandbox of this module's own with ``--gpus 2``, its environment exported; stopped
-    (and its HDFS and caches removed) at the end."""
-    box = Sandbox(tmp_path_factory.mktemp("gpus") / "box", shape=Shape(gpus=GPUS))
-    t0 = time.monotonic()
-    env = box.start(timeout=300)
-    print(f"sandbox --gpus {GPUS} ready in {time.monotonic() - t0:.1f}s at {box.root}")
-    try:
-        with exported(env):
-            yield box
-    finally:
-        box.stop()
-        discard_cluster_data(box)
+    """A sandbox of this module's own with ``--gpus 2``, its environment exported."""
+    with shaped_sandbox(tmp_path_factory.mktemp("gpus") / "box", Shape(gpus=GPUS)) as box:
+        yield box
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import requests
 import skein
-from tfyarn_sandbox.fixtures import AppTracker, exported, killing_leftovers
+from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, shaped_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_sandbox.site_xml import NM_VCORES
 
-from .helpers import discard_cluster_data, unique
+from .helpers import unique
 
 APP_TIMEOUT_S = 180.0
 #: What YARN tells an application master about a container it preempted (exit status -102).
@@ -34,18 +34,10 @@ PREEMPTED = "Container preempted by scheduler"
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """A ``--preemption`` sandbox of this module's own, its environment exported; stopped
-    (and its HDFS and caches removed) at the end."""
-    sandbox = Sandbox(tmp_path_factory.mktemp("restart") / "box", shape=Shape(preemption=True))
-    t0 = time.monotonic()
-    env = sandbox.start(timeout=300)
-    print(f"sandbox --preemption ready in {time.monotonic() - t0:.1f}s at {sandbox.root}")
-    try:
-        with exported(env):
-            yield sandbox
-    finally:
-        sandbox.stop()
-        discard_cluster_data(sandbox)
+    """A ``--preemption`` sandbox of this module's own, its environment exported."""
+    root = tmp_path_factory.mktemp("restart") / "box"
+    with shaped_sandbox(root, Shape(preemption=True)) as sandbox:
+        yield sandbox
 
 
 @pytest.fixture(scope="module")
