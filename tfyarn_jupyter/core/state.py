@@ -18,7 +18,7 @@ from skein.model import ContainerState, FinalStatus
 from tfyarn_jupyter.core.history import progress_view
 from tfyarn_jupyter.core.memory import with_memory_levels
 from tfyarn_jupyter.core.spec import TASK_TYPES, NodeLabel, TaskSpec, task_names
-from tfyarn_jupyter.core.timeline import task_phases, task_times
+from tfyarn_jupyter.core.timeline import containers_by_task, restart_fields, task_phases, task_times
 from tfyarn_jupyter.protocol.events import Events
 
 #: YARN's application states in which nothing runs any more (skein's enums equal their names).
@@ -50,6 +50,8 @@ class ContainerInfo:
     start_time: float = 0.0  # epoch ms
     finish_time: float = 0.0
     exit_message: str = ""
+    #: skein's instance number: a replacement has the next one after the container it replaces.
+    instance: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +104,13 @@ class TaskState:
     gpus: int = 0
     #: When the task reached each phase of its start (:data:`.timeline.PHASES`), epoch ms.
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Restarts inside the application (0: never; it runs attempt ``restarts + 1``), the
+    #: latest one's cause, the steps they lost (None: unknown) and each restart
+    #: (:func:`.timeline.restarts`). Its times above are its latest container's.
+    restarts: int = 0
+    restart_cause: str = ""
+    steps_lost: int | None = None
+    restart_log: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def duration_s(self) -> float:
@@ -247,9 +256,9 @@ def derive(
     trainer's ``[step, loss]`` points kept across polls (the store holds only
     the latest); ``capacity`` the client's word on why tasks wait, if any.
     """
-    latest = latest_containers(containers)
+    mine = containers_by_task(containers)
     tasks = [
-        task_state(name, task_specs, latest.get(name), events.task(name), app, node_labels)
+        task_state(name, task_specs, mine.get(name, []), events, app, node_labels)
         for name in task_names(task_specs)
     ]
     pending = pending_reasons(app, task_specs, tasks)
@@ -269,12 +278,14 @@ def derive(
 def task_state(
     name: str,
     task_specs: Mapping[str, TaskSpec],
-    container: ContainerInfo | None,
-    ev: Mapping[str, Any],
+    containers: Sequence[ContainerInfo],
+    events: Events,
     app: AppInfo,
     node_labels: Mapping[str, Sequence[str]],
 ) -> TaskState:
-    """One task from its latest container and its own events."""
+    """One task from its containers (oldest first: its latest counts, the others are its
+    restarts) and its own events."""
+    container, ev = (containers[-1] if containers else None), events.task(name)
     ttype, _, idx = name.partition(":")
     state = _task_state(container, ev, app)
     if state == "succeeded" and ev.get("stop", {}).get("traceback"):
@@ -298,17 +309,13 @@ def task_state(
         gpus=task_specs[ttype].gpus,
         **task_times(container, ev, app, state),
         phases=task_phases(ev),
+        **restart_fields(containers, events.restarts.get(name, [])),
     )
 
 
 def latest_containers(containers: Iterable[ContainerInfo]) -> dict[str, ContainerInfo]:
     """Each task's latest container (a restarted task has several)."""
-    latest: dict[str, ContainerInfo] = {}
-    for c in containers:
-        prev = latest.get(c.task)
-        if prev is None or c.start_time >= prev.start_time:
-            latest[c.task] = c
-    return latest
+    return {task: cs[-1] for task, cs in containers_by_task(containers).items()}
 
 
 def pending_reasons(

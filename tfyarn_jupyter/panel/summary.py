@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import time
 
-from tfyarn_jupyter.core.state import RunStatus
+from tfyarn_jupyter.core.state import RunStatus, TaskState
 
 _COLOURS = {
     "requested": "#888",
@@ -41,7 +41,8 @@ def status_html(st: RunStatus) -> str:
         dur = f"{t.duration_s:.1f}s" if t.duration_s else ""
         rows.append(
             f"<tr><td>{esc(t.task)}</td>"
-            f'<td><span style="color:{colour};font-weight:bold">{esc(t.state)}</span></td>'
+            f'<td><span style="color:{colour};font-weight:bold">{esc(t.state)}</span>'
+            f"{_attempt(t)}</td>"
             f"<td>{esc(t.node)}{gpu}{_gpu_count(t.gpus)}</td><td>{esc(t.container_id)}</td>"
             f"<td>{_fmt_time(t.start_time)}</td><td>{dur}</td></tr>"
         )
@@ -77,7 +78,8 @@ def status_html(st: RunStatus) -> str:
         f"<b>{esc(state)}</b>{link}"
         f"{f'<ul>{pending}</ul>' if pending else ''}"
         "<table><tr><th>task</th><th>state</th><th>node</th><th>container</th>"
-        f"<th>start</th><th>duration</th></tr>{''.join(rows)}</table>{metrics}{failure}</div>"
+        f"<th>start</th><th>duration</th></tr>{''.join(rows)}</table>{_restarts(st)}"
+        f"{metrics}{failure}</div>"
     )
 
 
@@ -86,3 +88,34 @@ def _gpu_count(n: int) -> str:
     if n <= 0:
         return ""
     return f' <span title="yarn.io/gpu reserved by YARN">{n} GPU{"s" if n > 1 else ""}</span>'
+
+
+def _attempt(t: TaskState) -> str:
+    """A restarted task's attempt and why, beside its state ("" when never restarted)."""
+    if not t.restarts:
+        return ""
+    lost = f", {t.steps_lost} steps lost" if t.steps_lost is not None else ""
+    why = f" ({html.escape(t.restart_cause)}{lost})" if t.restart_cause else ""
+    return f' <span class="tfyarn-attempt">attempt {t.restarts + 1}{why}</span>'
+
+
+def _restarts(st: RunStatus) -> str:
+    """The restarts inside the application, one row each ("" when there was none)."""
+    keys = ("n", "cause", "exit_status", "step", "resumed_step", "steps_lost")
+    rows = []
+    for t in st.tasks:
+        for r in t.restart_log:
+            cells = [t.task, *(_num(r.get(k)) for k in keys)]
+            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    names = ("task", "restart", "cause", "exit status", "step", "resumed at", "steps lost")
+    head = "".join(f"<th>{h}</th>" for h in names)
+    return (
+        f"<details open><summary>restarts in the application ({len(rows)})</summary>"
+        f"<table><tr>{head}</tr>{''.join(rows)}</table></details>"
+    )
+
+
+def _num(v: object) -> str:
+    return "" if v is None else str(v)

@@ -11,11 +11,15 @@ While tasks wait for containers, a poll also reads the queue's figures (at
 most every :data:`CAPACITY_INTERVAL_S`) to say what is pending and why
 (``RunStatus.capacity``). Each trainer's loss history is kept here across
 polls (:class:`~.history.History`): the store holds only the latest figures.
+
+Each restart of a task inside the application is logged once, by the poll that first
+sees it, on the ``tfyarn_jupyter`` logger (:func:`restart_line`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -28,12 +32,21 @@ from skein.model import ApplicationState, ContainerState
 
 from tfyarn_jupyter.core.history import History
 from tfyarn_jupyter.core.spec import NodeLabel, TaskSpec
-from tfyarn_jupyter.core.state import STARTING_APP, AppInfo, ContainerInfo, RunStatus, derive
+from tfyarn_jupyter.core.state import (
+    STARTING_APP,
+    AppInfo,
+    ContainerInfo,
+    RunStatus,
+    TaskState,
+    derive,
+)
 from tfyarn_jupyter.hadoop import capacity as queue_capacity
 from tfyarn_jupyter.protocol import events as protocol
 from tfyarn_jupyter.protocol.events import Events
 from tfyarn_jupyter.run import logs as task_logs
 from tfyarn_jupyter.run.result import unreported_failure, with_error_line
+
+logger = logging.getLogger("tfyarn_jupyter")
 
 #: Calls one poll makes while the application runs (for the benchmarks' tally).
 CALLS_PER_POLL = 3
@@ -79,7 +92,22 @@ def container_info(c: Any, instances: int = 0) -> ContainerInfo:
         start_time=_ms(c.start_time),
         finish_time=_ms(c.finish_time),
         exit_message=c.exit_message or "",
+        instance=c.instance,
     )
+
+
+def restart_line(app_id: str, task: TaskState, restart: Mapping[str, Any]) -> str:
+    """What the log says of one restart: the task, its attempt, why, and what it cost."""
+    n = int(restart["n"])
+    why = str(restart.get("cause") or "lost")
+    if restart.get("exit_status") is not None:
+        why += f" (exit status {restart['exit_status']})"
+    step, resumed = restart.get("step"), restart.get("resumed_step")
+    if restart.get("steps_lost") is not None:
+        why += f"; resumed at step {resumed}, {restart['steps_lost']} steps lost"
+    elif step is not None:
+        why += f" at step {step}"
+    return f"{app_id} {task.task} restarted in the application (attempt {n + 1}): {why}"
 
 
 def task_specs_of(client: skein.Client, app_id: str) -> dict[str, TaskSpec]:
@@ -140,6 +168,8 @@ class StatusSource:
         self.capacity = ""
         self._capacity_at = -CAPACITY_INTERVAL_S
         self._capacity_published = ""
+        #: The restarts already logged, as (task, n).
+        self._restarts_logged: set[tuple[str, int]] = set()
 
     @property
     def ended(self) -> bool:
@@ -179,8 +209,17 @@ class StatusSource:
             self._explain_waiting(st)
             st.tensorboard_url = tensorboard_url(app, self.events)
             self._quote_error_line(st)
+            self._log_restarts(st)
             self.last = st
             return self.last
+
+    def _log_restarts(self, st: RunStatus) -> None:
+        """Log each restart inside the application once, as this poll first sees it."""
+        for t in st.tasks:
+            for r in t.restart_log:
+                if (t.task, r["n"]) not in self._restarts_logged:
+                    self._restarts_logged.add((t.task, r["n"]))
+                    logger.info("%s", restart_line(st.app.app_id, t, r))
 
     def _quote_error_line(self, st: RunStatus) -> None:
         """A run that failed before the failed task reported: say its stderr's last error

@@ -64,6 +64,10 @@ class RunResult:
     phases_s_per_task: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     #: Each new attempt and why (a preempted container, a failed task...): see ``Run.restarts``.
     restarts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: Each task's restarts inside the application (the same YARN application), oldest
+    #: first: ``{"n", "cause", "exit_status", "step", "resumed_step", "steps_lost"}``
+    #: (``steps_lost`` is ``step - resumed_step``, None when either is unknown).
+    task_restarts: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     @property
     def total_training_duration(self) -> timedelta | None:
@@ -86,6 +90,19 @@ class RunResult:
             f"RunResult(app_id={self.app_id!r}, final_status={self.final_status!r}, "
             f"metrics={self.metrics!r}, duration_s={self.duration_s})"
         )
+
+
+#: What a result keeps of each restart inside the application (the rest is the panel's).
+RESTART_FIELDS = ("n", "cause", "exit_status", "step", "resumed_step", "steps_lost")
+
+
+def task_restarts(st: RunStatus) -> dict[str, list[dict[str, Any]]]:
+    """Each restarted task's restarts inside the application, as :class:`RunResult` has them."""
+    return {
+        t.task: [{k: r.get(k) for k in RESTART_FIELDS} for r in t.restart_log]
+        for t in st.tasks
+        if t.restart_log
+    }
 
 
 def span(events: Events, task: str, start: str, stop: str) -> float:
@@ -116,6 +133,7 @@ def make_result(
         logs=f"yarn logs -applicationId {st.app.app_id}",
         training_time_s_per_task={t: s for t, s in per_task.items() if s},
         restarts=[dict(r) for r in restarts],
+        task_restarts=task_restarts(st),
         phases_s_per_task={
             t.task: seconds_from_start(t.phases, t.allocated_time or t.running_time)
             for t in st.tasks

@@ -453,3 +453,81 @@ def test_progress_carries_the_history_kept_across_polls():
     assert chief["history"] == [[10, 0.6], [30, 0.4]]
     assert chief["step"] == 30 and chief["max_steps"] is None
     assert chief["memory_limit_bytes"] == 1024 << 20
+
+
+# -- restarts inside the application (issue 25) ---------------------------------------------
+WORKERS = {"chief": TaskSpec(1024, 1), "worker": TaskSpec(1024, 1, instances=2)}
+PREEMPTED = "Container preempted by scheduler"
+
+
+def restarted_worker(**records) -> RunStatus:
+    """worker:1 lost to preemption at 9 s and running again from 12 s; ``records`` its
+    ``restarts/worker:1/<n>`` payloads by ``n``."""
+    lost = container("worker:1", "FAILED", start=1000.0, finish_time=9000.0,
+                     exit_message=PREEMPTED, instance=1)  # fmt: skip
+    new = container("worker:1", "RUNNING", start=12_000.0, instance=3)
+    ev = evs(**{events.restart_key("worker:1", int(n[1:])): r for n, r in records.items()})
+    return derive(app(), WORKERS, [new, lost, container("chief:0", "RUNNING")], ev, LABELS)
+
+
+def worker(st: RunStatus, task: str = "worker:1"):
+    return next(t for t in st.tasks if t.task == task)
+
+
+def test_a_restarted_task_has_its_attempt_cause_and_steps_lost_from_its_record():
+    st = restarted_worker(n1={"cause": "preempted", "exit_status": -102, "step": 1200,
+                              "resumed_step": 1000, "t": 10.0})  # fmt: skip
+    w = worker(st)
+    assert (w.state, w.container_id, w.start_time) == (
+        "allocated",
+        "container_worker_1_12000",
+        12e3,
+    )
+    assert (w.restarts, w.restart_cause, w.steps_lost) == (1, "preempted", 200)
+    (r,) = w.restart_log
+    assert (
+        r["n"] == 1 and r["exit_status"] == -102 and (r["step"], r["resumed_step"]) == (1200, 1000)
+    )
+    assert (r["lost_start"], r["lost_at"], r["restarted_at"]) == (1000.0, 9000.0, 12_000.0)
+    never = worker(st, "worker:0")
+    assert (never.restarts, never.restart_cause, never.steps_lost, never.restart_log) == (
+        0, "", None, [])  # fmt: skip
+
+
+def test_without_a_record_the_lost_container_says_why_and_the_steps_lost_are_unknown():
+    w = worker(restarted_worker())  # an evaluator restarted by skein's master, say
+    assert (w.restarts, w.restart_cause, w.steps_lost) == (1, "preempted", None)
+    assert w.restart_log[0]["step"] is None
+
+
+def test_a_record_not_resumed_yet_says_its_cause_and_no_steps_lost():
+    w = worker(restarted_worker(n1={"cause": "peer restarted", "step": 500}))
+    assert (w.restarts, w.restart_cause, w.steps_lost) == (1, "peer restarted", None)
+
+
+def test_steps_lost_add_up_over_the_restarts_and_the_latest_cause_is_shown():
+    st = restarted_worker(n1={"cause": "preempted", "step": 300, "resumed_step": 200},
+                          n2={"cause": "node lost", "step": 900, "resumed_step": 850})  # fmt: skip
+    w = worker(st)  # the second restart's container is not listed yet: its record counts
+    assert (w.restarts, w.restart_cause, w.steps_lost) == (2, "node lost", 150)
+    assert [r["n"] for r in w.restart_log] == [1, 2]
+
+
+def test_a_replacement_not_placed_yet_is_the_tasks_latest_container():
+    lost = container("worker:1", "FAILED", start=1000.0, finish_time=9000.0,
+                     exit_message="Container released on a *lost* node", instance=1)  # fmt: skip
+    waiting = ContainerInfo("worker:1", "REQUESTED", instance=3)
+    st = derive(app(), WORKERS, [waiting, lost], events.Events(), LABELS)
+    w = worker(st)
+    assert (w.state, w.restarts, w.restart_cause) == ("requested", 1, "node lost")
+    assert w.restart_log[0]["restarted_at"] == 0.0
+
+
+def test_restarts_round_trip_through_a_saved_status():
+    st = restarted_worker(n1={"cause": "preempted", "step": 1200, "resumed_step": 1000})
+    d = st.to_dict()
+    assert d["tasks"][2]["restarts"] == 1 and d["tasks"][2]["steps_lost"] == 200
+    back = RunStatus.from_dict(d)
+    assert back.tasks == st.tasks and back.to_dict() == d
+    old = {**d, "tasks": [{"task": "worker:1", "type": "worker", "index": 1}]}  # an older log
+    assert RunStatus.from_dict(old).tasks[0].restarts == 0

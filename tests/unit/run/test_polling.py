@@ -173,7 +173,7 @@ def test_container_info_names_the_task_and_converts_times_and_enums():
     assert isinstance(c.state, ContainerState)
     info = status.container_info(c)
     times = (info.start_time, info.finish_time)
-    assert info == ContainerInfo("worker:1", "FAILED", cid, "n2:8042", *times, "exit 1")
+    assert info == ContainerInfo("worker:1", "FAILED", cid, "n2:8042", *times, "exit 1", 1)
     assert times == pytest.approx((1_000, 5_000), abs=0.01)
     assert type(info.state) is str
 
@@ -537,3 +537,43 @@ def test_a_restarted_service_container_counts_as_its_task():
     assert status.container_info(c, instances=1).task == "evaluator:0"
     assert status.container_info(c, instances=3).task == "evaluator:2"
     assert status.container_info(c).task == "evaluator:2"  # the service's size unknown
+
+
+# -- restarts inside the application ----------------------------------------------------------
+def test_each_restart_is_logged_once_as_a_poll_first_sees_it(client, caplog):
+    lost = container("worker:1", "FAILED", start_ms=2_000_000, cid="c_worker_1")
+    lost.exit_message = "Container preempted by scheduler"
+    again = container("worker:1", start_ms=2_060_000, cid="c_worker_1b")
+    again.instance = 3  # skein's next instance of the service: worker:1 again
+    client.am.containers = [container("chief:0"), container("worker:0"), lost]
+    src = StatusSource(client, APP, SPECS)
+    caplog.set_level("INFO", logger="tfyarn_jupyter")
+    src.poll()
+    assert "restarted" not in caplog.text
+    client.am.containers.append(again)
+    record = {"cause": "preempted", "exit_status": -102, "step": 1200}
+    client.am.kv.data[events.restart_key("worker:1", 1)] = events.encode(record)
+    st = src.poll()
+    assert [(t.task, t.restarts) for t in st.tasks if t.restarts] == [("worker:1", 1)]
+    record["resumed_step"] = 1000  # the restarted worker restored its checkpoint
+    client.am.kv.data[events.restart_key("worker:1", 1)] = events.encode(record)
+    assert src.poll().tasks[2].steps_lost == 200
+    lines = [r.getMessage() for r in caplog.records if "restarted" in r.getMessage()]
+    assert lines == [
+        f"{APP} worker:1 restarted in the application (attempt 2): preempted (exit status -102)"
+        " at step 1200"
+    ]
+
+
+def test_a_restart_line_says_the_steps_lost_once_known_and_what_it_can_without_a_record():
+    from tfyarn_jupyter.core.state import TaskState
+
+    t = TaskState("evaluator:0", "evaluator", 0)
+    known = {"n": 2, "cause": "node lost", "exit_status": None, "step": 900, "resumed_step": 850,
+             "steps_lost": 50}  # fmt: skip
+    assert status.restart_line(APP, t, known) == (
+        f"{APP} evaluator:0 restarted in the application (attempt 3): node lost; "
+        "resumed at step 850, 50 steps lost"
+    )
+    bare = {"n": 1, "cause": "", "exit_status": None, "step": None, "steps_lost": None}
+    assert status.restart_line(APP, t, bare).endswith("(attempt 2): lost")

@@ -73,3 +73,21 @@ def test_the_service_scripts_exit_report_is_kept_after_the_quoted_line():
         LINE,
         "worker:1: its process exited with status 1",
     ]
+
+
+def test_the_result_lists_each_tasks_restarts_inside_the_application():
+    from tfyarn_jupyter.run.result import make_result
+
+    app = AppInfo(APP, state="FINISHED", final_status="SUCCEEDED", start_time=1.0, finish_time=9.0)
+    lost = ContainerInfo("worker:1", "FAILED", "c_1", "n1:8042", 2.0, 4.0, "preempted", 1)
+    containers = [lost, ContainerInfo("worker:1", "SUCCEEDED", "c_2", "n1:8042", 5.0, 8.0, "", 3)]
+    record = {"cause": "preempted", "exit_status": -102, "step": 1200, "resumed_step": 1000}
+    ev = events.parse({events.restart_key("worker:1", 1): events.encode(record)})
+    res = make_result(derive(app, SPECS, containers, ev, {}), ev, [APP])
+    assert res.task_restarts == {
+        "worker:1": [{"n": 1, "cause": "preempted", "exit_status": -102, "step": 1200,
+                      "resumed_step": 1000, "steps_lost": 200}]
+    }  # fmt: skip
+    assert res.restarts == []  # no new application was needed
+    quiet = make_result(derive(app, SPECS, containers[1:], ev.__class__(), {}), ev, [APP])
+    assert quiet.task_restarts == {}
