@@ -310,3 +310,41 @@ export function safeHttpUrl(url) {
     return "";
   }
 }
+
+/**
+ * A whole number the Python side sent, or null when it sent none (None, missing, garbage).
+ * @param {unknown} v
+ * @returns {number | null}
+ */
+export function asCount(v) {
+  if (v === null || v === undefined || v === "" || typeof v === "boolean") return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+/**
+ * `n` steps, in words: "1 step", "200 steps".
+ * @param {number} n
+ */
+export function formatSteps(n) {
+  return `${n} step${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * One restart inside the application (an entry of a task's `restart_log`), in words:
+ * "restart 1: preempted (exit status -102) at step 1200, resumed at step 1000: 200 steps lost".
+ * @param {Record<string, any>} r
+ * @returns {string}
+ */
+export function restartText(r) {
+  const status = asCount(r.exit_status);
+  const step = asCount(r.step);
+  const resumed = asCount(r.resumed_step);
+  const lost = asCount(r.steps_lost);
+  let text = `restart ${asString(r.n)}: ${asString(r.cause) || "lost"}`;
+  if (status !== null) text += ` (exit status ${status})`;
+  if (step !== null) text += ` at step ${step}`;
+  if (resumed !== null) text += `, resumed at step ${resumed}`;
+  if (lost !== null) text += `: ${formatSteps(lost)} lost`;
+  return text;
+}

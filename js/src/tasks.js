@@ -2,19 +2,23 @@
 // badge, node, gpu badge, container, start time, a ticking duration, the Logs and Kill
 // buttons and the task's logs view; and, above them, the box that says why the run waits
 // (the cluster's capacity, containers not yet allocated). A row is rebuilt only when its
-// task changed; from GROUP_FROM tasks on, each type is one expandable line with its
+// task changed; a task restarted inside the application says its attempt, why and the
+// steps lost beside its state; from GROUP_FROM tasks on, each type is one expandable line with its
 // counts per state, whose rows are built only while it is open.
 
 import {
   LIVE_TASK_STATES,
   TERMINAL_TASK_STATES,
   asArray,
+  asCount,
   asObject,
   asString,
   asTime,
   formatClock,
   formatDuration,
+  formatSteps,
   groupTasks,
+  restartText,
   stateCounts,
   taskType,
 } from "./format.js";
@@ -97,6 +101,7 @@ function taskRow(h, { logs, kills }, t, live) {
       { class: "tfy-task-main" },
       h("span", { class: "tfy-task-name tfy-mono", "data-testid": "task-name", text: task }),
       h("span", { class: "tfy-badge", "data-testid": "task-state", "data-state": state, text: state || "unknown" }),
+      restartInfo(h, t),
       h("span", { class: "tfy-task-node tfy-mono", "data-testid": "task-node", title: "node", text: asString(t.node) }),
       t.gpu === true ? h("span", { class: "tfy-gpu", "data-testid": "gpu-badge", title: "on a node labelled gpu", text: "gpu" }) : null,
       gpuCount(h, t),
@@ -218,4 +223,26 @@ function gpuCount(h, t) {
   if (n <= 0) return null;
   const text = n === 1 ? "1 GPU" : `${n} GPUs`;
   return h("span", { class: "tfy-gpu-count", "data-testid": "gpu-count", title: "yarn.io/gpu reserved by YARN", text });
+}
+
+/**
+ * A task restarted inside the application: its attempt ("attempt 2"), why it restarted
+ * (the latest restart's cause) and the steps the restarts lost, each restart in the
+ * tooltip; nothing for a task that never restarted.
+ * @param {import("./dom.js").Builder} h
+ * @param {Record<string, any>} t
+ */
+export function restartInfo(h, t) {
+  const n = asCount(t.restarts) || 0;
+  if (n <= 0) return null;
+  const cause = asString(t.restart_cause);
+  const lost = asCount(t.steps_lost);
+  const title = asArray(t.restart_log).map((r) => restartText(asObject(r))).join("\n");
+  return h(
+    "span",
+    { class: "tfy-restart", "data-testid": "task-restart", title: title || null },
+    h("span", { class: "tfy-attempt", "data-testid": "task-attempt", text: `attempt ${n + 1}` }),
+    cause ? h("span", { class: "tfy-restart-cause", "data-testid": "restart-cause", "data-cause": cause, text: `↻ ${cause}` }) : null,
+    lost !== null ? h("span", { class: "tfy-steps-lost", "data-testid": "steps-lost", text: `${formatSteps(lost)} lost` }) : null,
+  );
 }

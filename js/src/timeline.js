@@ -2,9 +2,22 @@
 // to allocated (waiting for a container), allocated to running (localisation and start)
 // and running to its end, so that where the time went is visible at a glance. With many
 // tasks, one bar per type (from its first request to its last end), expandable into the
-// type's tasks.
+// type's tasks. A task restarted inside the application shows each container it lost
+// (running → lost), the gap until its next container started (lost → restarted) and a
+// marker with the restart's cause where each was lost.
 
-import { TERMINAL_APP_STATES, TERMINAL_TASK_STATES, asArray, asObject, asString, asTime, formatDuration, groupTasks, stateCounts } from "./format.js";
+import {
+  TERMINAL_APP_STATES,
+  TERMINAL_TASK_STATES,
+  asArray,
+  asObject,
+  asString,
+  asTime,
+  formatDuration,
+  groupTasks,
+  restartText,
+  stateCounts,
+} from "./format.js";
 import { section } from "./dom.js";
 import { keptSet } from "./model.js";
 
@@ -12,9 +25,32 @@ import { keptSet } from "./model.js";
 export const GROUP_FROM = 48;
 
 /**
- * @typedef {{ kind: "wait" | "launch" | "run", from: number, to: number }} Segment
- * @typedef {{ task: string, type: string, state: string, segments: Segment[], phases: { name: string, at: number }[] }} Bar
+ * @typedef {{ kind: "wait" | "launch" | "run" | "lost" | "gap", from: number, to: number }} Segment
+ * @typedef {{ n: number, cause: string, at: number, text: string }} Restart a restart's marker
+ * @typedef {{ task: string, type: string, state: string, segments: Segment[], phases: { name: string, at: number }[], restarts: Restart[] }} Bar
  */
+
+/**
+ * A task's restarts inside the application (its `restart_log`), oldest first: where each
+ * container it lost started and ended, and when the next one started (0 when unknown).
+ * @param {Record<string, any>} t
+ */
+export function restartSpans(t) {
+  return asArray(t.restart_log)
+    .map((r) => asObject(r))
+    .map((r) => ({ r, from: asTime(r.lost_start), lost: asTime(r.lost_at), to: asTime(r.restarted_at) }));
+}
+
+/**
+ * The markers of a task's restarts: where each container was lost, with its cause.
+ * @param {Record<string, any>} t
+ * @returns {Restart[]}
+ */
+export function restartMarks(t) {
+  return restartSpans(t)
+    .filter((s) => s.lost)
+    .map(({ r, lost }) => ({ n: Number(r.n) || 0, cause: asString(r.cause), at: lost, text: restartText(r) }));
+}
 
 /**
  * One task's segments (epoch ms). Times YARN or the task did not give fall back on the
@@ -40,7 +76,16 @@ export function taskSegments(t, app, now) {
     if (from && to && to >= from) segs.push({ kind, from, to });
   };
   if (!requested) return segs;
-  add("wait", requested, allocated || (running ? running : end));
+  const lost = restartSpans(t);
+  if (lost.length && (lost[0].from || lost[0].lost)) {
+    // Each lost container ran until it was lost; the gap lasts until the next one started.
+    add("wait", requested, lost[0].from || lost[0].lost);
+    lost.forEach((s, i) => {
+      add("lost", s.from, s.lost);
+      const next = s.to || (lost[i + 1] && (lost[i + 1].from || lost[i + 1].lost)) || allocated || running || end;
+      add("gap", s.lost, next);
+    });
+  } else add("wait", requested, allocated || (running ? running : end));
   if (allocated) add("launch", allocated, running || end);
   if (running) add("run", running, Math.max(running, end));
   return segs;
@@ -93,7 +138,14 @@ export function timelineModel(tasks, app, now) {
   const groups = groupTasks(tasks);
   /** @type {Bar[]} */
   const bars = groups.flatMap((g) =>
-    g.tasks.map((t) => ({ task: asString(t.task), type: g.type, state: asString(t.state).toLowerCase(), segments: taskSegments(t, app, now), phases: taskPhases(t) })),
+    g.tasks.map((t) => ({
+      task: asString(t.task),
+      type: g.type,
+      state: asString(t.state).toLowerCase(),
+      segments: taskSegments(t, app, now),
+      phases: taskPhases(t),
+      restarts: restartMarks(t),
+    })),
   );
   const times = bars.flatMap((b) => b.segments.flatMap((s) => [s.from, s.to]));
   const t0 = times.length ? Math.min(...times) : now;
@@ -108,11 +160,11 @@ export function timelineModel(tasks, app, now) {
  * @param {number} t0
  * @param {number} t1
  */
-function track(h, segments, t0, t1, phases = []) {
+function track(h, segments, t0, t1, phases = [], restarts = /** @type {Restart[]} */ ([])) {
   const pct = (/** @type {number} */ t) => ((t - t0) / (t1 - t0)) * 100;
   // Phases are timed from the container's start (its launch), as RunResult reports them.
   const start = (segments.find((s) => s.kind === "launch") || segments[segments.length - 1] || { from: t0 }).from;
-  const names = { wait: "waiting for a container", launch: "localising and starting", run: "running" };
+  const names = { wait: "waiting for a container", launch: "localising and starting", run: "running", lost: "ran until lost", gap: "lost → restarted" };
   return h(
     "div",
     { class: "tfy-track" },
@@ -136,6 +188,15 @@ function track(h, segments, t0, t1, phases = []) {
           style: `left:${pct(p.at).toFixed(2)}%`,
         }),
       ),
+    ...restarts
+      .filter((r) => r.at >= t0 && r.at <= t1)
+      .map((r) =>
+        h(
+          "div",
+          { class: "tfy-restart-mark", "data-testid": "timeline-restart", "data-cause": r.cause, title: r.text, style: `left:${pct(r.at).toFixed(2)}%` },
+          h("span", { class: "tfy-restart-flag", text: `↻ ${r.cause || "lost"}` }),
+        ),
+      ),
   );
 }
 
@@ -157,7 +218,7 @@ export function createTimeline({ h, read, keep }) {
       "div",
       { class: "tfy-tl-row", "data-testid": "timeline-row", "data-task": b.task, "data-state": b.state },
       h("span", { class: "tfy-tl-label tfy-mono", text: b.task }),
-      track(h, b.segments, t0, t1, b.phases),
+      track(h, b.segments, t0, t1, b.phases, b.restarts),
     );
 
   /** @param {ReturnType<typeof timelineModel>} m */
@@ -207,11 +268,13 @@ export function createTimeline({ h, read, keep }) {
       .filter((row) => row.querySelector('.tfy-seg[data-kind="run"]'))
       .map((row) => row.getAttribute("data-state") || "");
     const ended = ENDED_COLOURS.filter((s) => ranStates.includes(s));
+    const restarted = timeline.querySelector('.tfy-seg[data-kind="gap"]') !== null;
     const keys = [
       ["wait", "", "requested → allocated"],
       ["launch", "", "allocated → running"],
       ...(ranStates.some((s) => !ENDED_COLOURS.includes(s)) ? [["run", "", "running → ended"]] : []),
       ...ended.map((s) => ["run", s, `running → ${s}`]),
+      ...(restarted ? [["lost", "", "running → lost"], ["gap", "", "lost → restarted (↻ why)"]] : []),
     ];
     return h(
       "div",

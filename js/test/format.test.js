@@ -9,6 +9,7 @@ import {
   formatNumber,
   groupTasks,
   metricNames,
+  restartText,
   safeHttpUrl,
   seriesByStep,
   stateCounts,
@@ -70,5 +71,15 @@ describe("format helpers", () => {
     expect(safeHttpUrl("javascript:alert(1)")).toBe("");
     expect(safeHttpUrl("data:text/html,hi")).toBe("");
     expect(safeHttpUrl("")).toBe("");
+  });
+
+  it("says a restart in words, with what it knows", () => {
+    expect(restartText({ n: 1, cause: "preempted", exit_status: -102, step: 1200, resumed_step: 1000, steps_lost: 200 })).toBe(
+      "restart 1: preempted (exit status -102) at step 1200, resumed at step 1000: 200 steps lost",
+    );
+    expect(restartText({ n: 2, cause: "peer restarted", exit_status: null, step: 7, resumed_step: null, steps_lost: null })).toBe(
+      "restart 2: peer restarted at step 7",
+    );
+    expect(restartText({ n: 3, steps_lost: 1 })).toBe("restart 3: lost: 1 step lost");
   });
 });

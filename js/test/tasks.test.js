@@ -176,6 +176,53 @@ describe("tasks", () => {
   });
 });
 
+describe("restarts inside the application", () => {
+  const LOG = [
+    { n: 1, cause: "node lost", exit_status: -100, step: 300, resumed_step: 200, steps_lost: 100 },
+    { n: 2, cause: "preempted", exit_status: -102, step: 1200, resumed_step: 1050, steps_lost: 150 },
+  ];
+
+  it("shows a restarted task's attempt, why it restarted and the steps lost beside its state", () => {
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("worker:1", "running", { restarts: 2, restart_cause: "preempted", steps_lost: 250, restart_log: LOG })] }));
+    const info = p.row("worker:1").querySelector('[data-testid="task-restart"]');
+    expect(info.querySelector('[data-testid="task-attempt"]').textContent).toBe("attempt 3");
+    expect(info.querySelector('[data-testid="restart-cause"]').textContent).toBe("↻ preempted");
+    expect(info.querySelector('[data-testid="restart-cause"]').getAttribute("data-cause")).toBe("preempted");
+    expect(info.querySelector('[data-testid="steps-lost"]').textContent).toBe("250 steps lost");
+    expect(info.getAttribute("title")).toBe(
+      "restart 1: node lost (exit status -100) at step 300, resumed at step 200: 100 steps lost\n" +
+        "restart 2: preempted (exit status -102) at step 1200, resumed at step 1050: 150 steps lost",
+    );
+    // right after the state badge
+    expect(p.row("worker:1").querySelector('[data-testid="task-state"]').nextElementSibling).toBe(info);
+  });
+
+  it("says nothing of restarts for a task that never restarted, nor steps lost it cannot tell", () => {
+    p.mount(
+      fakeModel({
+        tasks: [
+          task("worker:0", "running", { restarts: 0, restart_cause: "", steps_lost: null, restart_log: [] }),
+          task("evaluator:0", "running", { restarts: 1, restart_cause: "failed", steps_lost: null }),
+        ],
+      }),
+    );
+    expect(p.row("worker:0").querySelector('[data-testid="task-restart"]')).toBeNull();
+    const ev = p.row("evaluator:0");
+    expect(ev.querySelector('[data-testid="task-attempt"]').textContent).toBe("attempt 2");
+    expect(ev.querySelector('[data-testid="restart-cause"]').textContent).toBe("↻ failed");
+    expect(ev.querySelector('[data-testid="steps-lost"]')).toBeNull();
+    expect(p.qa('[data-testid="task-restart"]').length).toBe(1);
+  });
+
+  it("updates the row when the task restarts again", () => {
+    const model = fakeModel({ tasks: [task("worker:0", "running")] });
+    p.mount(model);
+    expect(p.row("worker:0").querySelector('[data-testid="task-restart"]')).toBeNull();
+    model.set("tasks", [task("worker:0", "requested", { restarts: 1, restart_cause: "node lost" })]);
+    expect(p.row("worker:0").querySelector('[data-testid="task-attempt"]').textContent).toBe("attempt 2");
+  });
+});
+
 describe("pending", () => {
   it("lists pending strings only when there are some", () => {
     const model = fakeModel({ pending: ["worker: 2 of 3 allocated; waiting for gpu capacity on queue ml-gpu"] });

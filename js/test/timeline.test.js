@@ -1,7 +1,7 @@
 // The timeline (timeline.js): one bar per task, requested → allocated → running → ended.
 import { describe, expect, it, vi } from "vitest";
 
-import { taskPhases, taskSegments, ticks, timelineModel } from "../src/timeline.js";
+import { restartMarks, taskPhases, taskSegments, ticks, timelineModel } from "../src/timeline.js";
 import { fakeModel } from "./fake-model.js";
 import { RUNNING_APP, T0, task, usePanel } from "./panel.js";
 
@@ -104,5 +104,64 @@ describe("timeline", () => {
     groups[1].open = true;
     groups[1].dispatchEvent(new Event("toggle"));
     expect(p.qa('[data-testid="timeline-row"]').length).toBe(60);
+  });
+
+  // worker:1 lost its first container at +9s (preempted), ran again from +12s
+  const RESTARTED = {
+    requested_time: T0 + 1000,
+    allocated_time: T0 + 12_000,
+    running_time: T0 + 14_000,
+    end_time: T0 + 30_000,
+    restarts: 1,
+    restart_cause: "preempted",
+    steps_lost: 200,
+    restart_log: [{ n: 1, cause: "preempted", exit_status: -102, step: 1200, resumed_step: 1000, steps_lost: 200, lost_start: T0 + 3000, lost_at: T0 + 9000, restarted_at: T0 + 12_000 }],
+  };
+
+  it("draws a restarted task's lost container, the gap until its next one, then its run", () => {
+    expect(taskSegments({ state: "succeeded", ...RESTARTED }, RUNNING_APP, T0 + 99_000)).toEqual([
+      { kind: "wait", from: T0 + 1000, to: T0 + 3000 },
+      { kind: "lost", from: T0 + 3000, to: T0 + 9000 },
+      { kind: "gap", from: T0 + 9000, to: T0 + 12_000 },
+      { kind: "launch", from: T0 + 12_000, to: T0 + 14_000 },
+      { kind: "run", from: T0 + 14_000, to: T0 + 30_000 },
+    ]);
+    expect(restartMarks(RESTARTED)).toEqual([
+      { n: 1, cause: "preempted", at: T0 + 9000, text: "restart 1: preempted (exit status -102) at step 1200, resumed at step 1000: 200 steps lost" },
+    ]);
+  });
+
+  it("runs the gap to now while the replacement waits for its container", () => {
+    const waiting = { ...RESTARTED, state: "requested", allocated_time: 0, running_time: 0, end_time: 0, start_time: 0 };
+    waiting.restart_log = [{ ...RESTARTED.restart_log[0], restarted_at: 0 }];
+    const segs = taskSegments(waiting, RUNNING_APP, T0 + 20_000);
+    expect(segs.map((s) => [s.kind, s.from, s.to])).toEqual([
+      ["wait", T0 + 1000, T0 + 3000],
+      ["lost", T0 + 3000, T0 + 9000],
+      ["gap", T0 + 9000, T0 + 20_000],
+    ]);
+  });
+
+  it("marks each restart with its cause on the bar, and keys the lost run and the gap", () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(T0 + 40_000);
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", ENDED), task("worker:1", "succeeded", RESTARTED)] }));
+    const row = p.q('[data-testid="timeline-row"][data-task="worker:1"]');
+    expect([...row.querySelectorAll(".tfy-seg")].map((s) => s.getAttribute("data-kind"))).toEqual(["wait", "lost", "gap", "launch", "run"]);
+    const marks = p.qa('[data-testid="timeline-restart"]');
+    expect(marks.length).toBe(1);
+    expect(marks[0].getAttribute("data-cause")).toBe("preempted");
+    expect(marks[0].textContent).toBe("↻ preempted");
+    expect(marks[0].getAttribute("title")).toContain("200 steps lost");
+    // axis from T0+1s to the last end, T0+30s: lost at 8s of 29s
+    expect(marks[0].getAttribute("style")).toBe("left:27.59%");
+    const labels = p.qa('[data-testid="timeline-legend"] > span').map((s) => s.textContent);
+    expect(labels).toEqual(["requested → allocated", "allocated → running", "running → succeeded", "running → lost", "lost → restarted (↻ why)"]);
+    // a timeline without restarts has neither marker nor key
+    p.unmount();
+    p.el.replaceChildren();
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", ENDED)] }));
+    expect(p.qa('[data-testid="timeline-restart"]').length).toBe(0);
+    expect(p.qa('[data-testid="timeline-legend"] > span').map((s) => s.textContent)).not.toContain("running → lost");
   });
 });

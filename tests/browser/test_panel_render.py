@@ -166,3 +166,46 @@ def test_charts_have_axes_and_read_out_values_under_the_mouse(chromium: Any) -> 
         page.locator(".tfyarn-panel").screenshot(path=str(SCREENSHOTS / "render-charts-hover.png"))
     finally:
         page.close()
+
+
+def restarted(update: int) -> dict:
+    """An 8-task run whose worker:1 was preempted 20 s in, at step 1200, and runs again from
+    a checkpoint at step 1000 (its second attempt in the same application)."""
+    traits = status(8, update)
+    worker = next(t for t in traits["tasks"] if t["task"] == "worker:1")
+    record = {"n": 1, "cause": "preempted", "exit_status": -102, "step": 1200,
+              "resumed_step": 1000, "steps_lost": 200, "lost_start": T0 + 2500,
+              "lost_at": T0 + 20_000, "restarted_at": T0 + 26_000}  # fmt: skip
+    worker.update(
+        state="running", node="node-3:8042", container_id="container_1_0001_01_000011",
+        allocated_time=T0 + 26_000, start_time=T0 + 28_000, running_time=T0 + 28_000,
+        restarts=1, restart_cause="preempted", steps_lost=200, restart_log=[record],
+    )  # fmt: skip
+    return traits
+
+
+def test_a_restarted_worker_says_its_attempt_why_and_the_steps_lost(chromium: Any) -> None:
+    page = mounted(chromium)
+    try:
+        for u in range(12):
+            page.evaluate("(t) => window.tfyUpdate(t)", restarted(u))
+        row = page.locator('[data-testid="task-row"][data-task="worker:1"]')
+        assert row.locator('[data-testid="task-attempt"]').inner_text() == "attempt 2"
+        assert row.locator('[data-testid="restart-cause"]').inner_text() == "↻ preempted"
+        assert row.locator('[data-testid="steps-lost"]').inner_text() == "200 steps lost"
+        assert page.locator('[data-testid="task-restart"]').count() == 1  # the others: nothing
+        # the restart's marker sits on worker:1's bar where it was lost, with its cause
+        mark = page.locator('[data-testid="timeline-restart"]')
+        assert mark.count() == 1 and mark.inner_text() == "↻ preempted"
+        bar = page.locator('[data-testid="timeline-row"][data-task="worker:1"] .tfy-track')
+        kinds = bar.locator(".tfy-seg").evaluate_all("ss => ss.map(s => s.dataset.kind)")
+        assert kinds == ["wait", "lost", "gap", "launch", "run"]
+        box, at = bar.bounding_box(), mark.bounding_box()
+        assert box and at and box["x"] < at["x"] < box["x"] + box["width"] / 2, (box, at)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".tfyarn-panel").screenshot(path=str(SCREENSHOTS / "render-restarted.png"))
+        page.locator(".tfy-timeline-section").screenshot(
+            path=str(SCREENSHOTS / "render-restarted-timeline.png")
+        )
+    finally:
+        page.close()
