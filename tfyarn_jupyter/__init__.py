@@ -10,6 +10,7 @@ first use, without TensorFlow) feed the progress and say where the task stands.
 from tfyarn_jupyter._version import __version__ as __version__
 from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import Experiment, KerasExperiment, NodeLabel, SpecError, TaskSpec
+from tfyarn_jupyter.hadoop.resourcemanager import cluster_gpus
 from tfyarn_jupyter.run.launch import Run, RunFailed, RunResult, attach, run_on_yarn, submit
 from tfyarn_jupyter.ship.layered_launch import environment_report
 from tfyarn_jupyter.ship.packing import PackingError
@@ -28,6 +29,7 @@ __all__ = [
     "TaskInfo",
     "TaskSpec",
     "attach",
+    "cluster_gpus",
     "environment_report",
     "report",
     "run_on_yarn",

@@ -10,14 +10,17 @@ docs/sandbox.md).
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 import requests
 import skein
+from nbformat.v4 import new_code_cell
 from tfyarn_sandbox.fixtures import AppTracker, exported, killing_leftovers, shaped_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
@@ -278,3 +281,25 @@ def test_a_task_asking_more_gpus_than_any_node_has_is_refused_before_any_upload(
     assert f"3 {GPU_RESOURCE}" in str(refused.value) and "largest: 2 GPUs" in str(refused.value)
     after = {a.id for a in gpu_client.get_applications(states=list(FINAL_AND_LIVE))}
     assert after == before  # nothing was submitted
+
+
+def test_the_quickstarts_gpu_cells_run_one_chief_on_one_gpu_where_the_cluster_has_them(
+    gpu_box, tmp_path
+):
+    from .test_notebook import NOTEBOOKS, execute, report, reported
+
+    work = tmp_path / "notebooks"
+    shutil.copytree(NOTEBOOKS, work, ignore=shutil.ignore_patterns("__pycache__", ".ipynb*"))
+    nb = nbformat.read(work / "quickstart.ipynb", as_version=4)
+    gpu_at = next(i for i, c in enumerate(nb.cells) if c.source.startswith("## One GPU"))
+    # The set-up cells (extension, model module), then the GPU section as it is written.
+    nb.cells = nb.cells[:3] + nb.cells[gpu_at:]
+    outcome = '{"gpus": gpus, "final": gpu_result.final_status, "app": on_gpu.app_id, ' \
+        '"per_task": {t: s["gpus"] for t, s in gpu_result.tasks.items()}}'  # fmt: skip
+    nb.cells.append(new_code_cell(report(outcome)))
+    wall = execute(nb, work)
+    got = reported(nb.cells[-1].outputs)
+    print(f"quickstart's GPU section: {wall:.0f}s wall: {got}")
+    assert got["gpus"] == {"": 0, GPU_LABEL: GPUS}
+    assert got["final"] == "SUCCEEDED"
+    assert got["per_task"] == {"chief:0": 1, "evaluator:0": 0}

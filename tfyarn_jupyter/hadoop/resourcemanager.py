@@ -138,6 +138,15 @@ def nodes_info() -> dict[str, Any] | None:
         return None
 
 
+def cluster_gpus() -> dict[str, int] | None:
+    """Per node partition (``""`` for unlabelled nodes, ``"gpu"``...), the most GPUs any one
+    running node offers as ``yarn.io/gpu``: the largest ``gpus=`` a task there can ask for.
+    None when the cluster does not schedule GPUs as a resource type (or its web service does
+    not answer): a task can still go to GPU nodes by their node label."""
+    answer = nodes_info()
+    return None if answer is None else capacity.largest_gpu_nodes(answer)
+
+
 def queue_limits(
     client: skein.Client, queue: str, nodes: list[Any] | None = None
 ) -> dict[str, capacity.Limit]:

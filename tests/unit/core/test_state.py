@@ -278,7 +278,7 @@ def test_summary_only_once_ended():
     assert derive(app(), CHIEF_EVAL, [], evs(), LABELS).summary() is None
 
 
-def test_summary_of_a_finished_run():
+def test_summary_of_a_finished_run_says_each_tasks_state_duration_node_and_gpus():
     ev = evs(
         **{
             "task/chief:0/stop": {"traceback": ""},
@@ -288,12 +288,12 @@ def test_summary_of_a_finished_run():
         }
     )
     cs = [
-        container("chief:0", "SUCCEEDED", start=1000.0, finish_time=31000.0),
+        container("chief:0", "SUCCEEDED", start=1000.0, node=NODE_GPU, finish_time=31000.0),
         container("evaluator:0", "SUCCEEDED", start=2000.0, finish_time=12500.0),
     ]
     st = derive(
         app("FINISHED", "SUCCEEDED", start_time=0.5e3, finish_time=40.5e3),
-        CHIEF_EVAL,
+        {"chief": TaskSpec(1024, 1, label="gpu", gpus=1), "evaluator": TaskSpec(1024, 1)},
         cs,
         ev,
         LABELS,
@@ -302,8 +302,9 @@ def test_summary_of_a_finished_run():
         "final_status": "SUCCEEDED",
         "duration_s": 40.0,
         "tasks": {
-            "chief:0": {"state": "succeeded", "duration_s": 30.0},
-            "evaluator:0": {"state": "succeeded", "duration_s": 10.5},
+            "chief:0": {"state": "succeeded", "duration_s": 30.0, "node": NODE_GPU, "gpus": 1},
+            "evaluator:0": {"state": "succeeded", "duration_s": 10.5, "node": NODE_CPU,
+                            "gpus": 0},  # fmt: skip
         },
         "metrics": {"step": 200, "accuracy": 0.9, "t": 100.0},
     }

@@ -255,6 +255,16 @@ def test_without_the_nodes_web_service_gpu_counts_are_left_to_yarn(monkeypatch):
     assert asked == [True]  # no GPU asked: the nodes are not read
 
 
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [(gpu_nodes(2), {"": 0, "gpu": 2}), (gpu_nodes(None), None), (None, None)],
+    ids=["two on the gpu node", "no gpu resource type", "no web service"],
+)
+def test_cluster_gpus_says_the_largest_node_per_partition_or_none(monkeypatch, answer, expected):
+    monkeypatch.setattr(cluster, "nodes_info", lambda: answer)
+    assert cluster.cluster_gpus() == expected
+
+
 # -- submitting --------------------------------------------------------------------------------
 class Submitter:
     def __init__(self, fail: BaseException | None = None) -> None:
