@@ -170,8 +170,12 @@ class RunStatus:
             "final_status": final,
             "duration_s": round((end - start) / 1000, 1) if start and end else 0.0,
             "tasks": {
-                t.task: {"state": t.state, "duration_s": round(t.duration_s, 1), "node": t.node,
-                         "gpus": t.gpus}  # fmt: skip
+                t.task: {
+                    "state": t.state,
+                    "duration_s": round(t.duration_s, 1),
+                    "node": t.node,
+                    "gpus": t.gpus,
+                }
                 for t in self.tasks
             },
             "metrics": dict(self.metrics[-1]) if self.metrics else {},

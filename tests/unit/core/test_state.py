@@ -303,8 +303,7 @@ def test_summary_of_a_finished_run_says_each_tasks_state_duration_node_and_gpus(
         "duration_s": 40.0,
         "tasks": {
             "chief:0": {"state": "succeeded", "duration_s": 30.0, "node": NODE_GPU, "gpus": 1},
-            "evaluator:0": {"state": "succeeded", "duration_s": 10.5, "node": NODE_CPU,
-                            "gpus": 0},  # fmt: skip
+            "evaluator:0": {"state": "succeeded", "duration_s": 10.5, "node": NODE_CPU, "gpus": 0},
         },
         "metrics": {"step": 200, "accuracy": 0.9, "t": 100.0},
     }
