@@ -17,6 +17,7 @@ import benchmarks
 from .bare import bare_skein, sandbox_start
 from .core import Bench, Config, config
 from .current_tf import current_tf
+from .gpus import gpus
 from .hdfs_clients import hdfs_clients
 from .launches import launches
 from .layers import layers
@@ -88,6 +89,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
         ("current_tf", current_tf, not cfg.smoke),
         ("layers", layers, not cfg.smoke),
+        ("gpus", gpus, not cfg.smoke),
     ]
 
 
