@@ -1,13 +1,20 @@
 """Runs that survive a lost task (issue 25), on the sandbox: a task nothing waits on is
-restarted alone, in the same application, by YARN's application master."""
+restarted alone, in the same application, by YARN's application master; a trainer that
+YARN preempts is restarted with its whole TensorFlow cluster, in the same application,
+from the last checkpoint (``container/regroup.py``), on a ``--preemption`` sandbox."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 import pytest
+import skein
+from tfyarn_sandbox.fixtures import shaped_sandbox
+from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes.shape import Shape
 
 from tfyarn_jupyter import TaskSpec, submit
 from tfyarn_jupyter.hadoop import filesystem
@@ -66,3 +73,115 @@ def _states():
     from skein.model import ContainerState
 
     return ContainerState
+
+
+# -- a trainer preempted by YARN ---------------------------------------------------------
+#: Each trainer takes 3 of the unlabelled node's 8 vcores: with the application master the
+#: run holds 7, over queue ``low``'s guarantee of 4, so ``high`` asking for its own 4 makes
+#: YARN's preemption monitor take one trainer back.
+TRAINER = TaskSpec("1G", 3)
+EPOCHS, STEPS_PER_EPOCH, STEP_S = 8, 20, 0.25
+
+
+@pytest.fixture(scope="module")
+def preemption_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A ``--preemption`` sandbox of this module's own (queues ``low`` and ``high``)."""
+    with shaped_sandbox(tmp_path_factory.mktemp("recovery") / "box", Shape(preemption=True)) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def box_client(preemption_box: Sandbox) -> Iterator[skein.Client]:
+    client = skein.Client(log=str(preemption_box.log_dir / "skein-driver-recovery.log"))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def high_guarantee() -> skein.ApplicationSpec:
+    """Queue ``high``'s guarantee (4 vcores with its master) in sleeping containers."""
+    service = skein.Service(resources=skein.Resources(memory=512, vcores=1),
+                            script="sleep 600", instances=3, allow_failures=True)  # fmt: skip
+    return skein.ApplicationSpec(name=unique("tfyarn-high"), queue="high",
+                                 services={"sleep": service}, max_attempts=1)  # fmt: skip
+
+
+def test_a_preempted_trainer_restarts_with_its_cluster_in_the_same_application(
+    preemption_box, box_client, cancer, cancer_files, runs
+):
+    model_dir = filesystem.qualify(f"{filesystem.home()}/tfyarn-test/{unique('preempt')}")
+
+    def experiment_fn():
+        import time as _time
+
+        import tensorflow as tf
+
+        exp = cancer.keras_experiment(model_dir, epochs=EPOCHS, steps_per_epoch=STEPS_PER_EPOCH)
+        pause = tf.keras.callbacks.LambdaCallback(on_train_batch_end=lambda *_: _time.sleep(STEP_S))
+        exp.train_params["callbacks"] = [pause]
+        return exp
+
+    t0 = time.monotonic()
+    run = submit(experiment_fn, {"chief": TRAINER, "worker": TRAINER}, files=cancer_files,
+                 queue="low", name=unique("tfyarn-preempt"), skein_client=box_client)  # fmt: skip
+    runs.append(run)
+    # An epoch done: its checkpoint is on HDFS to resume from.
+    wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0)
+               >= STEPS_PER_EPOCH + 2, timeout=400, what="an epoch")  # fmt: skip
+    high = box_client.submit(high_guarantee())
+    try:
+        app = box_client.connect(run.app_id)
+        lost = wait_for(lambda: app.get_containers(services=["chief", "worker"], states=["FAILED"]),
+                        timeout=120, what="a trainer preempted")  # fmt: skip
+        preempted_at = time.monotonic()
+        print(
+            f"FIGURE preempted {[(c.id, c.exit_message) for c in lost]} "
+            f"{preempted_at - t0:.1f}s after the submission"
+        )
+    finally:
+        box_client.kill_application(high)  # room for the replacements
+
+    def regrouped(st) -> bool:
+        records = restarts(run)
+        return len(records) >= 2 and all("resumed_step" in r for r in records)
+
+    wait_until(run, regrouped, timeout=300, what="both trainers back")
+    print(f"FIGURE regrouped {time.monotonic() - preempted_at:.1f}s after the preemption")
+    records = restarts(run)
+    result = run.wait(timeout=600)
+    print(f"FIGURE restarts {records}")
+    assert result.final_status == "SUCCEEDED"
+    assert result.attempts == [run.app_id] and run.attempt == 0, "no run-level retry spent"
+    assert run.restarts == [] and run.budget.retries == 0
+    causes = sorted(r["cause"] for r in records)
+    assert causes == ["peer restarted", "preempted"], records
+    (lost_task,) = [r for r in records if r["cause"] == "preempted"]
+    assert lost_task["exit_status"] == -102 and lost_task["step"] > 0
+    assert all(r["resumed_step"] >= STEPS_PER_EPOCH for r in records), records
+    assert result.tasks["chief:0"]["state"] == "succeeded"
+    filesystem.client().delete(filesystem.strip_scheme(model_dir), recursive=True)
+
+
+def restarts(run) -> list[dict]:
+    """Every restart record the run's tasks wrote, as the client last read them."""
+    return [r for rs in run.source.events.restarts.values() for r in rs]
+
+
+def wait_until(run, done, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        st = run.advance()
+        if done(st):
+            return
+        assert not st.ended, f"{run.app_id} ended {st.app.state} before {what}: {st.failure}"
+        assert time.monotonic() < deadline, f"not after {timeout}s: {what} ({st.pending})"
+        time.sleep(1.0)
+
+
+def wait_for(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (out := check()):
+        assert time.monotonic() < deadline, f"not after {timeout}s: {what}"
+        time.sleep(0.5)
+    return out

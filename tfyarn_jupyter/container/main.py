@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from tfyarn_jupyter.container import gpus, hygiene, roles
+from tfyarn_jupyter.container import gpus, hygiene, regroup, roles
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.container.task import Task
 
@@ -27,6 +27,10 @@ def report_exit(code: int) -> int:
         log(why)
         task.put("stop", traceback=why, exit_code=code)
         task.wait_for_ack()
+    if task.type in regroup.CLUSTER:
+        # Ended by itself, not lost: no restart (skein's would come once the container ended).
+        regroup.end_application(task, f"Failure in service {task.type}, see logs for more "
+                                "information.")  # fmt: skip
     return code
 
 

@@ -16,7 +16,7 @@ import time
 import traceback
 from typing import Any
 
-from tfyarn_jupyter.container import progress
+from tfyarn_jupyter.container import progress, regroup
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.container.task import Task, is_estimator
 from tfyarn_jupyter.hadoop import tf_plugin
@@ -28,11 +28,24 @@ def run(task: Task) -> int:
     """The task's whole life: join, run the role, report the stop; the exit status."""
     if task.restarts:  # in place of a lost container: its end is not this one's
         task.forget_stop()
+    try:
+        why = regroup.begin(task)  # a restarted container's record: why, and the steps it had
+    except Exception as exc:  # the record is for the panel: never a reason not to train
+        why = ""
+        log(f"{task.name}: its restart was not recorded: {exc!r}")
     task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid(),
-             restarts=task.restarts)  # fmt: skip
+             restarts=task.restarts, container=task.container_id)  # fmt: skip
     task.phase("interpreter", at=_process_start())
+    if why:  # its container failed by itself: that spends a retry of the run, as before
+        log(why)
+        task.put("stop", traceback=why, exit_code=1)
+        regroup.end_application(task, why)
+        return 1
     task.watch_client()
     tb = _run_role_reporting(task)
+    if tb and task.type in regroup.CLUSTER and regroup.peer_lost(task):
+        log(f"{task.name} stopped training as its cluster lost a container:\n{tb}")
+        regroup.follow(task)  # restarts with its cluster, from the last checkpoint
     if tb:
         log(f"{task.name} failed:\n{tb}")
         task.put("stop", traceback=tb, exit_code=1)
@@ -40,8 +53,7 @@ def run(task: Task) -> int:
         # TensorBoard failing is shown, but never ends the training (as in tf-yarn).
         if task.type == "tensorboard":
             return 0
-        if task.type == "evaluator":
-            _fail_application(task)
+        _fail_application(task)
         return 1
     task.put("stop", traceback="", exit_code=0)
     log(f"{task.name} done")
@@ -50,14 +62,9 @@ def run(task: Task) -> int:
 
 
 def _fail_application(task: Task) -> None:
-    """An evaluator whose own code raised ends the run, as before: YARN's application master
-    restarts a lost evaluator's container (issue 25), never one that failed by itself."""
-    try:
-        from skein.model import FinalStatus
-
-        task.app.shutdown(FinalStatus.FAILED, f"Failure in service {task.type}, its code raised")
-    except Exception as exc:  # the container's exit status still fails it
-        log(f"could not end the application: {exc!r}")
+    """A task whose own code raised ends the run, as before: YARN's application master
+    restarts a lost container (issue 25), never one that failed by itself."""
+    regroup.end_application(task, f"Failure in service {task.type}, its code raised")
 
 
 def _run_role_reporting(task: Task) -> str:
@@ -68,6 +75,7 @@ def _run_role_reporting(task: Task) -> str:
     )
     reporter = progress.Reporter(progress.kv_writer(task.app.kv, task.name), sample=_sampler())
     ticker = progress.start_ticker(reporter)  # resources while it waits, serves, evaluates
+    watcher: regroup.Watcher | None = None
     try:
         if task.type == "tensorboard":  # outside the TensorFlow cluster
             from tfyarn_jupyter.container import tensorboard
@@ -78,6 +86,10 @@ def _run_role_reporting(task: Task) -> str:
             _import_tensorflow_meanwhile()
         cluster = task.exchange_addresses()
         task.phase("cluster")
+        if why := regroup.over_budget(task.generation):
+            regroup.end_application(task, why)
+            raise RuntimeError(why)
+        watcher = regroup.Watcher(task).start()
         if task.port_hold is not None:
             task.port_hold.release_when_listening()
         os.environ["TF_CONFIG"] = json.dumps(
@@ -92,6 +104,8 @@ def _run_role_reporting(task: Task) -> str:
     except BaseException:
         return traceback.format_exc()
     finally:
+        if watcher is not None:
+            watcher.stop()
         ticker.set()
         task.release_port()
         reporter.flush()

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tfyarn_jupyter.container import hygiene
+from tfyarn_jupyter.container import hygiene, regroup
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.protocol import contract, events
 from tfyarn_jupyter.protocol.contract import PAYLOAD, TRAINERS, TaskContract
@@ -44,20 +44,34 @@ class Task:
 
             app = skein.ApplicationClient.from_current()
         self.app = app
-        container = container_id or os.environ["SKEIN_CONTAINER_ID"]
+        self.container_id = container = container_id or os.environ["SKEIN_CONTAINER_ID"]
         self.type, _, instance = container.rpartition("_")
         self.contract = TaskContract.from_env()
         self.topology = dict(self.contract.topology)
-        # A container skein started in place of a lost one has the next instance number.
-        instances = self.topology.get(self.type, 0) or int(instance) + 1
-        self.index, self.restarts = int(instance) % instances, int(instance) // instances
+        #: Which task this container is: a container skein started in place of a lost one has
+        #: the service's next instance number (:func:`.regroup.slot_of`).
+        self.slot = self._slot(int(instance))
+        self.index, self.restarts = self.slot.index, self.slot.restarts
         self.name = f"{self.type}:{self.index}"
+        #: The TensorFlow cluster's generation this task joined (:mod:`.regroup`).
+        self.generation = 0
         #: When it reached each phase of its start (epoch s), as reported by :meth:`phase`.
         self.phases: dict[str, float] = {}
         self.attempt = self.contract.attempt
         self.peer_timeout = self.contract.peer_timeout_s
         self.heartbeat_timeout = self.contract.heartbeat_timeout_s
         self.port_hold: hygiene.PortHold | None = None
+
+    def _slot(self, instance: int) -> regroup.Slot:
+        instances = self.topology.get(self.type, 0) or instance + 1
+        failed: list[Any] = []
+        if instance >= instances:
+            try:
+                seen = self.app.get_containers(services=[self.type], states=["FAILED"])
+                failed = regroup.failed_in_order(seen)
+            except Exception as exc:
+                log(f"which task {self.type}_{instance} replaces is unknown: {exc!r}")
+        return regroup.slot_of(instance, instances, failed)
 
     def put(self, kind: str, **payload: Any) -> None:
         self.app.kv[events.task_key(self.name, kind)] = events.encode(payload)
@@ -100,14 +114,28 @@ class Task:
         return "chief:0" if self.topology.get("chief") else "worker:0"
 
     def exchange_addresses(self) -> dict[str, list[str]]:
-        """Publish this task's address (its port held), wait (bounded) for every peer's."""
+        """Publish this task's address (its port held), wait (bounded) for every peer's: in
+        the cluster's current generation (:mod:`.regroup`), which a lost peer moves on."""
+        address = ""
         if self.type != "evaluator":
             self.port_hold = hygiene.PortHold()
-            self.put("init", address=f"{socket.gethostname()}:{self.port_hold.port}")
+            address = f"{socket.gethostname()}:{self.port_hold.port}"
+            self.put("init", address=address)
         deadline = time.monotonic() + self.peer_timeout
+        services, synced, peers = regroup.services(self), -regroup.POLL_S, self.peers()
         while True:
-            ev = self.snapshot()
-            missing = [p for p in self.peers() if "init" not in ev.task(p)]
+            kv = self.app.kv.get_range()
+            if time.monotonic() - synced >= regroup.POLL_S:
+                synced, gen = time.monotonic(), regroup.sync(self.app, kv, services)
+                if address and gen and (gen != self.generation or regroup.address_key(
+                        gen, self.name) not in kv):  # fmt: skip
+                    self.app.kv[regroup.address_key(gen, self.name)] = address.encode()
+                    kv = {**kv, regroup.address_key(gen, self.name): address.encode()}
+                self.generation = gen
+            ev = events.parse(kv)
+            initial = {p: ev.task(p)["init"]["address"] for p in peers if "init" in ev.task(p)}
+            got = regroup.addresses(kv, peers, self.generation, initial)
+            missing = [p for p in peers if p not in got]
             if not missing:
                 break
             if time.monotonic() > deadline:
@@ -117,9 +145,8 @@ class Task:
                 )
             time.sleep(0.2)
         cluster: dict[str, list[str]] = {}
-        for p in self.peers():
-            t, _, _ = p.partition(":")
-            cluster.setdefault(t, []).append(ev.task(p)["init"]["address"])
+        for p in peers:
+            cluster.setdefault(p.partition(":")[0], []).append(got[p])
         return cluster
 
     def why_missing(self, missing: list[str], ev: events.Events) -> str:
@@ -164,19 +191,19 @@ class Task:
             self.port_hold.release()
 
     def ended(self, names: Iterable[str]) -> set[str]:
-        """Which of ``names`` ended: reported their stop, or their container ended."""
+        """Which of ``names`` ended: reported their stop, or their container ended for good
+        (a FAILED one is replaced by skein, or the application ends with it)."""
         names = set(names)
         ev = self.snapshot()
         done = {p for p in names if "stop" in ev.task(p)}
         if done != names:
             # A task killed from outside never reports its stop.
-            from skein.model import ContainerState
-
-            states = [ContainerState.SUCCEEDED, ContainerState.FAILED, ContainerState.KILLED]
             # skein refuses a service the application does not have.
             services = sorted({p.partition(":")[0] for p in names} & set(self.topology))
-            gone = self.app.get_containers(services=services, states=states)
-            done |= names & {f"{c.service_name}:{c.instance}" for c in gone}
+            seen = self.app.get_containers(services=services, states=list(_CONTAINER_STATES))
+            tasks = regroup.names(seen, self.topology)
+            gone = [c for c in seen if str(getattr(c.state, "name", c.state)) in _GONE]
+            done |= names & {tasks[regroup.container_id(c)] for c in gone}
         return done
 
     def watch_client(self) -> None:
@@ -251,6 +278,11 @@ class Task:
         until = set(until)
         while self.ended(until) != until:
             time.sleep(1.0)
+
+
+#: Every state of a skein container, and those of one that ended without a replacement.
+_CONTAINER_STATES = ("WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED")
+_GONE = ("SUCCEEDED", "KILLED")
 
 
 def _started(c: Any) -> float:

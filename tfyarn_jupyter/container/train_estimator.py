@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tfyarn_jupyter.container import checkpoints as modeldir
-from tfyarn_jupyter.container import progress
+from tfyarn_jupyter.container import progress, regroup
 
 if TYPE_CHECKING:
     from tfyarn_jupyter.container.task import Task
@@ -42,16 +42,26 @@ def local_model_dir(task: Task, estimator: Any) -> modeldir.ModelDir:
     return md
 
 
+def step_of(checkpoint: str | None) -> int:
+    """The step of an Estimator's checkpoint (``.../model.ckpt-<step>``; 0: none)."""
+    tail = (checkpoint or "").rsplit("-", 1)[-1]
+    return int(tail) if tail.isdecimal() else 0
+
+
 def train(task: Task, experiment: Any) -> None:
     import tensorflow as tf
 
     train_spec = with_progress(experiment.train_spec, progress.current())
     md = local_model_dir(task, experiment.estimator)
     if md.remote and md.pusher:
-        md.pull()  # the chief restores the latest checkpoint; the workers get its variables
+        latest = md.pull()  # the chief restores the latest checkpoint; workers get its variables
         task.phase("restored")
+        regroup.resumed(task, step_of(latest))
         listeners = (*(train_spec.saving_listeners or ()), modeldir.estimator_listener(md))
         train_spec = train_spec._replace(saving_listeners=listeners)
+    elif task.restarts and md.remote:  # a worker starts from the chief's restored variables
+        index = md.remote_index()
+        regroup.resumed(task, step_of(index.latest if index else None))
     task.put("train_start")
     tf.estimator.train_and_evaluate(experiment.estimator, train_spec, experiment.eval_spec)
     task.put("train_stop")

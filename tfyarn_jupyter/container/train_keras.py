@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tfyarn_jupyter.container import checkpoints as modeldir
-from tfyarn_jupyter.container import progress
+from tfyarn_jupyter.container import progress, regroup
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import MULTI_WORKER_MIRRORED, PARAMETER_SERVER, SYNC_PUSH_VAR
 
@@ -137,6 +137,7 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=MAX_TO_KEEP)
     step = restore(task, checkpoint, md.local)
     task.phase("restored")
+    regroup.resumed(task, step)
     params = fit_params(experiment, strategy_name, "evaluator" in task.topology, step)
     pusher = modeldir.background_pusher(md) if is_chief and md.remote else None
     saver = CheckpointSaver(manager, pusher, model, step)

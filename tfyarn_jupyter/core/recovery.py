@@ -12,10 +12,16 @@ status, or the diagnostics skein passes on), the task's type and the program's s
 - **What.** A task no one depends on (evaluator, tensorboard) restarts alone. Trainers and
   parameter servers restart as the strategy needs: all-reduce (MultiWorkerMirrored, an
   Estimator's between-graph replication) and a lost ps need every task of the TensorFlow
-  cluster restarted together, from the last complete checkpoint; under Keras's
-  ParameterServerStrategy the coordinator (the chief) keeps going while a worker is
-  replaced (TensorFlow's ``ClusterCoordinator`` reschedules a lost worker's closures), so
-  a worker restarts alone there.
+  cluster restarted together, from the last complete checkpoint. Keras's
+  ParameterServerStrategy too: TensorFlow's ``ClusterCoordinator`` reschedules a lost
+  worker's closures and waits for the worker to come back *at the address of its
+  ClusterSpec*, fixed when the strategy was made; a replacement YARN container has a new
+  host and port, which the coordinator never learns. So a worker cannot restart alone on
+  YARN, and the whole cluster restarts with a new cluster spec (``container.regroup``).
+
+The tasks apply the table inside the application (``container.regroup``: skein's
+``max_restarts`` starts the replacements); :func:`decide` is also the client's reading of
+an attempt that ended, for its run-level retries.
 """
 
 from __future__ import annotations
@@ -23,8 +29,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
-
-from tfyarn_jupyter.protocol import contract
 
 #: YARN's ContainerExitStatus values that say the container, not the task, was lost.
 PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
@@ -85,8 +89,7 @@ def restart_set(task_type: str, strategy: str, topology: Mapping[str, int]) -> t
     """The task types to restart when one ``task_type`` task is lost under ``strategy``."""
     if task_type in INDEPENDENT:
         return (task_type,)
-    if strategy == contract.PARAMETER_SERVER and task_type == "worker":
-        return ("worker",)  # the coordinator replaces a lost worker's closures
+    # Every strategy: a replacement has a new address, which no running task would use.
     return tuple(t for t in CLUSTER if topology.get(t, 0))
 
 

@@ -138,9 +138,26 @@ def tensorboard_env(spec: TaskSpec) -> dict[str, str]:
     ).to_env()
 
 
+#: The run's restarts for lost containers, as the tasks read it (``container.regroup``'s).
+PREEMPTIONS_VAR = "TFYARN_PREEMPTIONS"
+
+
 def task_env(options: LaunchOptions, contract: TaskContract) -> dict[str, str]:
     """The tasks' environment: the user's, then the contract (which reads the user's bounds)."""
-    return {**options.env, **contract.to_env(), "PYTHONUNBUFFERED": "1"}
+    bound = {PREEMPTIONS_VAR: str(recovery.DEFAULT_PREEMPTIONS)}
+    return {**bound, **options.env, **contract.to_env(), "PYTHONUNBUFFERED": "1"}
+
+
+def max_restarts(task_type: str, instances: int, preemptions: int) -> int:
+    """skein's ``max_restarts`` for a service: YARN's application master starts a replacement
+    for each FAILED container. A task nothing waits on restarts alone; a loss in the
+    TensorFlow cluster restarts each of its tasks once (``container.regroup``), so a service
+    of the cluster restarts ``instances`` containers per loss (the tasks themselves end the
+    run past ``preemptions`` losses; one round more here for a loss seen late). A task whose
+    own code raised ends the application itself instead of being restarted."""
+    if task_type in recovery.INDEPENDENT:
+        return preemptions
+    return (preemptions + 1) * instances
 
 
 @dataclasses.dataclass
@@ -323,9 +340,8 @@ def application_spec(
             files=dict(shipped),
             env={**env, **tensorboard_env(s)} if ttype == "tensorboard" else env,
             node_label=s.label.value,
-            # Nothing waits on these: YARN's application master restarts one alone when its
-            # container is lost (issue 25); the TensorFlow cluster's tasks are not.
-            max_restarts=recovery.DEFAULT_PREEMPTIONS if ttype in recovery.INDEPENDENT else 0,
+            # YARN's application master restarts a lost container (issue 25).
+            max_restarts=max_restarts(ttype, s.instances, _preemptions(env)),
         )
         for ttype, s in task_specs.items()
     }
@@ -338,6 +354,11 @@ def application_spec(
         max_attempts=1,
         tags=["tfyarn"],
     )
+
+
+def _preemptions(env: Mapping[str, str]) -> int:
+    value = env.get(PREEMPTIONS_VAR, "")
+    return int(value) if value.isdecimal() else recovery.DEFAULT_PREEMPTIONS
 
 
 def with_attempt(spec: skein.ApplicationSpec, contract: TaskContract, attempt: int):

@@ -73,9 +73,24 @@ def test_all_reduce_and_a_lost_ps_restart_the_whole_tensorflow_cluster():
     assert restart_set("chief", contract.PARAMETER_SERVER, ps) == ("chief", "worker", "ps")
 
 
-def test_a_keras_parameter_server_worker_restarts_alone_beside_its_coordinator():
+def test_a_keras_parameter_server_worker_restarts_with_its_whole_cluster():
+    """Its coordinator reaches workers at the addresses of a ClusterSpec fixed at its start;
+    a replacement YARN container has a new one: the cluster restarts with a new spec."""
     ps = TOPOLOGIES[contract.PARAMETER_SERVER]
-    assert restart_set("worker", contract.PARAMETER_SERVER, ps) == ("worker",)
+    assert restart_set("worker", contract.PARAMETER_SERVER, ps) == ("chief", "worker", "ps")
+
+
+@pytest.mark.parametrize(
+    "message,cause",
+    [("Container preempted by scheduler", Cause.PREEMPTED),
+     ("Container released on a *lost* node", Cause.NODE_LOST),
+     ("Container failed during execution, see logs for more information.", Cause.FAILED)],
+)  # fmt: skip
+def test_the_tasks_read_a_lost_container_as_the_client_does(message, cause):
+    """The container side cannot import this module: it reads YARN's words alike."""
+    from tfyarn_jupyter.container import regroup
+
+    assert regroup.cause_of(message)[0] == cause_of(message).value == cause.value
 
 
 def test_preemption_spends_its_own_budget_never_the_users_retries():

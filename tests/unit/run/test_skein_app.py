@@ -220,7 +220,11 @@ def test_the_script_keeps_its_env_under_the_nodemanagers_user_cache(container, t
     assert (user_cache / "tfyarn-envs").stat().st_mode & 0o777 == 0o700
 
 
-def test_only_the_tasks_nothing_waits_on_are_restarted_in_place_by_skein():
+def test_skein_restarts_a_lost_container_of_every_task_type_each_as_its_regroup_needs():
+    """A task nothing waits on restarts alone, once per loss; a service of the TensorFlow
+    cluster restarts each of its containers once per loss (the cluster regroups), for as
+    many losses as the run may restart, and one round more."""
+    from tfyarn_jupyter.container import regroup
     from tfyarn_jupyter.core import recovery
 
     specs = {"chief": TaskSpec("1G", 1), "worker": TaskSpec("1G", 1, instances=2),
@@ -230,6 +234,13 @@ def test_only_the_tasks_nothing_waits_on_are_restarted_in_place_by_skein():
     topology = {t: s.instances for t, s in specs.items()}
     spec = appspec.application_spec(specs, opts, opts.contract(topology), {}, "true")
     restarts = {name: svc.max_restarts for name, svc in spec.services.items()}
-    assert restarts == {"chief": 0, "worker": 0, "ps": 0,
-                        "evaluator": recovery.DEFAULT_PREEMPTIONS,
-                        "tensorboard": recovery.DEFAULT_PREEMPTIONS}  # fmt: skip
+    n = recovery.DEFAULT_PREEMPTIONS
+    assert restarts == {"chief": n + 1, "worker": 2 * (n + 1), "ps": n + 1,
+                        "evaluator": n, "tensorboard": n}  # fmt: skip
+    assert spec.services["worker"].env[appspec.PREEMPTIONS_VAR] == str(n)
+    # The two sides name the bound alike (the container side imports no client module).
+    assert (appspec.PREEMPTIONS_VAR, n) == (regroup.PREEMPTIONS_VAR, regroup.DEFAULT_PREEMPTIONS)
+    opts = LaunchOptions(name="x", env={appspec.PREEMPTIONS_VAR: "2"})
+    spec = appspec.application_spec(specs, opts, opts.contract(topology), {}, "true")
+    assert spec.services["worker"].max_restarts == 6
+    assert spec.services["worker"].env[appspec.PREEMPTIONS_VAR] == "2"

@@ -83,8 +83,10 @@ export PYTHONPATH="$TFYARN_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"
 ./env/bin/python -u -m "$TFYARN_TASK_MODULE"
 rc=$?
 # A process killed from outside (kill -9, the OOM killer) reports nothing itself;
-# 143 is YARN stopping the container (SIGTERM), which is not the task's failure.
-if [ $rc -ne 0 ] && [ $rc -ne 143 ] && [ "$TFYARN_TASK_MODULE" = "$TFYARN_OWN_TASK_MODULE" ]; then
+# 143 is YARN stopping the container (SIGTERM), which is not the task's failure, and 75 a
+# trainer ending itself to restart with its cluster (container/regroup.py's FOLLOW_EXIT).
+if [ $rc -ne 0 ] && [ $rc -ne 143 ] && [ $rc -ne 75 ] \
+  && [ "$TFYARN_TASK_MODULE" = "$TFYARN_OWN_TASK_MODULE" ]; then
   ./env/bin/python -m "$TFYARN_OWN_TASK_MODULE" --exited $rc || true
 fi
 exit $rc
