@@ -1,11 +1,15 @@
 // How the run ended: the failure box (first failed task and its traceback) and the
-// summary box (final status, duration, each task's state and duration, final metrics).
+// summary box (final status, duration, each task's state and duration, its restarts
+// inside the application when any task restarted, final metrics).
 
 import {
+  asArray,
+  asCount,
   asObject,
   asString,
   formatDuration,
   formatNumber,
+  formatSteps,
   groupTasks,
   metricKeys,
 } from "./format.js";
@@ -45,19 +49,40 @@ function secondsText(v) {
 }
 
 /**
- * The summary's task table, in the panel's group order.
+ * A task's restarts inside the application in a few words ("attempt 2: preempted, 200
+ * steps lost"), "" when it never restarted.
+ * @param {Record<string, any>} t the task (the `tasks` trait's)
+ */
+export function restartsText(t) {
+  const n = asCount(t.restarts) || 0;
+  if (n <= 0) return "";
+  const lost = asCount(t.steps_lost);
+  const why = [asString(t.restart_cause), lost !== null ? `${formatSteps(lost)} lost` : ""].filter((s) => s);
+  return `attempt ${n + 1}${why.length ? `: ${why.join(", ")}` : ""}`;
+}
+
+/**
+ * The summary's task table, in the panel's group order; a restarts column when a task
+ * restarted inside the application.
  * @param {import("./dom.js").Builder} h
  * @param {Record<string, any>} tasks the summary's tasks by name
+ * @param {Map<string, Record<string, any>>} live the `tasks` trait's tasks by name
  */
-function tasksTable(h, tasks) {
+function tasksTable(h, tasks, live) {
   const names = groupTasks(Object.entries(tasks).map(([task, v]) => ({ ...asObject(v), task }))).flatMap((g) =>
     g.tasks.map((t) => asString(t.task)),
   );
   if (!names.length) return null;
+  const restarts = new Map(names.map((name) => [name, restartsText(live.get(name) || {})]));
+  const restarted = [...restarts.values()].some((s) => s);
   return h(
     "table",
     { "data-testid": "summary-tasks" },
-    h("thead", null, h("tr", null, h("th", { text: "task" }), h("th", { text: "state" }), h("th", { text: "duration" }))),
+    h(
+      "thead",
+      null,
+      h("tr", null, h("th", { text: "task" }), h("th", { text: "state" }), h("th", { text: "duration" }), restarted ? h("th", { text: "restarts" }) : null),
+    ),
     h(
       "tbody",
       null,
@@ -70,6 +95,7 @@ function tasksTable(h, tasks) {
           h("td", { class: "tfy-mono", text: name }),
           h("td", null, h("span", { class: "tfy-badge", "data-state": st, text: st || "unknown" })),
           h("td", { class: "tfy-mono", "data-testid": "summary-task-duration", text: secondsText(v) }),
+          restarted ? h("td", { class: "tfy-summary-restarts", "data-testid": "summary-task-restarts", text: restarts.get(name) }) : null,
         );
       }),
     ),
@@ -120,7 +146,7 @@ export function createSummary({ h, read }) {
           " in ",
           h("span", { class: "tfy-mono", "data-testid": "summary-duration", text: secondsText(s) }),
         ),
-        tasksTable(h, asObject(s.tasks)),
+        tasksTable(h, asObject(s.tasks), new Map(asArray(read.get("tasks")).map((t) => [asString(asObject(t).task), asObject(t)]))),
         metricsLine(h, asObject(s.metrics)),
       ),
     );

@@ -130,6 +130,7 @@ function groupLine(h, g, isOpen) {
       null,
       h("span", { class: "tfy-group-name", text: `${g.type} (${g.tasks.length})` }),
       ...stateCounts(g.tasks).map(([st, n]) => h("span", { class: "tfy-badge", "data-testid": "group-count", "data-state": st, text: `${n} ${st}` })),
+      restartedCount(h, g.tasks),
     ),
   );
 }
@@ -245,4 +246,14 @@ export function restartInfo(h, t) {
     cause ? h("span", { class: "tfy-restart-cause", "data-testid": "restart-cause", "data-cause": cause, text: `↻ ${cause}` }) : null,
     lost !== null ? h("span", { class: "tfy-steps-lost", "data-testid": "steps-lost", text: `${formatSteps(lost)} lost` }) : null,
   );
+}
+
+/**
+ * How many of a group's tasks restarted inside the application; nothing when none did.
+ * @param {import("./dom.js").Builder} h
+ * @param {Record<string, any>[]} tasks
+ */
+function restartedCount(h, tasks) {
+  const n = tasks.filter((t) => (asCount(t.restarts) || 0) > 0).length;
+  return n ? h("span", { class: "tfy-attempt", "data-testid": "group-restarted", text: `${n} restarted` }) : null;
 }

@@ -193,7 +193,15 @@ function track(h, segments, t0, t1, phases = [], restarts = /** @type {Restart[]
       .map((r) =>
         h(
           "div",
-          { class: "tfy-restart-mark", "data-testid": "timeline-restart", "data-cause": r.cause, title: r.text, style: `left:${pct(r.at).toFixed(2)}%` },
+          {
+            class: "tfy-restart-mark",
+            "data-testid": "timeline-restart",
+            "data-cause": r.cause,
+            // its flag left of it, over the lost run, unless that would cross the labels
+            "data-side": pct(r.at) < 15 ? "right" : "left",
+            title: r.text,
+            style: `left:${pct(r.at).toFixed(2)}%`,
+          },
           h("span", { class: "tfy-restart-flag", text: `↻ ${r.cause || "lost"}` }),
         ),
       ),

@@ -97,6 +97,7 @@ function changeHandlers(s, syncClock) {
       s.tasks.update();
       s.timeline.update();
       s.resources.update();
+      s.summary.update(); // its restarts column reads the tasks
     },
     pending: s.pending.update,
     capacity: s.pending.update,

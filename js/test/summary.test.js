@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 
 import { fakeModel } from "./fake-model.js";
-import { RUNNING_APP, usePanel } from "./panel.js";
+import { RUNNING_APP, task, usePanel } from "./panel.js";
 
 const p = usePanel();
 
@@ -41,5 +41,18 @@ describe("failure, summary", () => {
     expect(box.querySelector('[data-metric="step"]').textContent).toContain("1000");
     // a summary means the run ended: no cancel button any more
     expect(p.q('[data-testid="cancel"]')).toBeNull();
+  });
+
+  it("lists the restarts inside the application of the tasks that restarted, and only then", () => {
+    const ended = { ...RUNNING_APP, state: "FINISHED", final_status: "SUCCEEDED" };
+    const summary = { final_status: "SUCCEEDED", duration_s: 60, tasks: { "chief:0": { state: "succeeded", duration_s: 58 }, "worker:0": { state: "succeeded", duration_s: 40 } }, metrics: {} };
+    const model = fakeModel({ app: ended, summary, tasks: [task("chief:0", "succeeded"), task("worker:0", "succeeded")] });
+    p.mount(model);
+    expect(p.qa('[data-testid="summary-task-restarts"]').length).toBe(0);
+    expect(p.qa('[data-testid="summary-tasks"] th').map((th) => th.textContent)).toEqual(["task", "state", "duration"]);
+    model.set("tasks", [task("chief:0", "succeeded"), task("worker:0", "succeeded", { restarts: 1, restart_cause: "preempted", steps_lost: 200 })]);
+    const cells = p.qa('[data-testid="summary-task-restarts"]').map((td) => td.textContent);
+    expect(cells).toEqual(["", "attempt 2: preempted, 200 steps lost"]);
+    expect(p.qa('[data-testid="summary-tasks"] th').map((th) => th.textContent)).toEqual(["task", "state", "duration", "restarts"]);
   });
 });

@@ -214,6 +214,15 @@ describe("restarts inside the application", () => {
     expect(p.qa('[data-testid="task-restart"]').length).toBe(1);
   });
 
+  it("counts the restarted tasks of a group in grouped mode", () => {
+    const tasks = [task("chief:0", "running")];
+    for (let i = 0; i < 60; i += 1) tasks.push(task(`worker:${i}`, "running", i % 20 === 3 ? { restarts: 1, restart_cause: "node lost" } : {}));
+    p.mount(fakeModel({ app: RUNNING_APP, tasks }));
+    const counts = p.qa('[data-testid="group-restarted"]');
+    expect(counts.map((c) => c.textContent)).toEqual(["3 restarted"]);
+    expect(counts[0].closest('[data-testid="task-group"]').getAttribute("data-type")).toBe("worker");
+  });
+
   it("updates the row when the task restarts again", () => {
     const model = fakeModel({ tasks: [task("worker:0", "running")] });
     p.mount(model);

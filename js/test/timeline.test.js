@@ -155,8 +155,15 @@ describe("timeline", () => {
     expect(marks[0].getAttribute("title")).toContain("200 steps lost");
     // axis from T0+1s to the last end, T0+30s: lost at 8s of 29s
     expect(marks[0].getAttribute("style")).toBe("left:27.59%");
+    expect(marks[0].getAttribute("data-side")).toBe("left"); // its flag over the lost run
     const labels = p.qa('[data-testid="timeline-legend"] > span').map((s) => s.textContent);
     expect(labels).toEqual(["requested → allocated", "allocated → running", "running → succeeded", "running → lost", "lost → restarted (↻ why)"]);
+    // a restart near the axis's start flags its cause right of it, off the labels
+    p.unmount();
+    p.el.replaceChildren();
+    const early = { ...RESTARTED, restart_log: [{ ...RESTARTED.restart_log[0], lost_start: T0 + 1500, lost_at: T0 + 2000 }] };
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", ENDED), task("worker:1", "succeeded", early)] }));
+    expect(p.q('[data-testid="timeline-restart"]').getAttribute("data-side")).toBe("right");
     // a timeline without restarts has neither marker nor key
     p.unmount();
     p.el.replaceChildren();

@@ -169,12 +169,12 @@ def test_charts_have_axes_and_read_out_values_under_the_mouse(chromium: Any) -> 
 
 
 def restarted(update: int) -> dict:
-    """An 8-task run whose worker:1 was preempted 20 s in, at step 1200, and runs again from
-    a checkpoint at step 1000 (its second attempt in the same application)."""
+    """An 8-task run whose worker:1 was preempted 20 s in, at step 360, and runs again from
+    a checkpoint at step 160 (its second attempt in the same application)."""
     traits = status(8, update)
     worker = next(t for t in traits["tasks"] if t["task"] == "worker:1")
-    record = {"n": 1, "cause": "preempted", "exit_status": -102, "step": 1200,
-              "resumed_step": 1000, "steps_lost": 200, "lost_start": T0 + 2500,
+    record = {"n": 1, "cause": "preempted", "exit_status": -102, "step": 360,
+              "resumed_step": 160, "steps_lost": 200, "lost_start": T0 + 2500,
               "lost_at": T0 + 20_000, "restarted_at": T0 + 26_000}  # fmt: skip
     worker.update(
         state="running", node="node-3:8042", container_id="container_1_0001_01_000011",

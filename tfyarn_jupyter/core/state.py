@@ -104,9 +104,8 @@ class TaskState:
     gpus: int = 0
     #: When the task reached each phase of its start (:data:`.timeline.PHASES`), epoch ms.
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
-    #: Restarts inside the application (0: never; it runs attempt ``restarts + 1``), the
-    #: latest one's cause, the steps they lost (None: unknown) and each restart
-    #: (:func:`.timeline.restarts`). Its times above are its latest container's.
+    #: Restarts inside the application (0: never; it runs attempt ``restarts + 1``), the latest
+    #: one's cause, the steps lost (None: unknown), each restart (:func:`.timeline.restarts`).
     restarts: int = 0
     restart_cause: str = ""
     steps_lost: int | None = None
@@ -169,15 +168,7 @@ class RunStatus:
         return {
             "final_status": final,
             "duration_s": round((end - start) / 1000, 1) if start and end else 0.0,
-            "tasks": {
-                t.task: {
-                    "state": t.state,
-                    "duration_s": round(t.duration_s, 1),
-                    "node": t.node,
-                    "gpus": t.gpus,
-                }
-                for t in self.tasks
-            },
+            "tasks": {t.task: _task_summary(t) for t in self.tasks},
             "metrics": dict(self.metrics[-1]) if self.metrics else {},
         }
 
@@ -221,6 +212,11 @@ class RunStatus:
         return out
 
 
+def _task_summary(t: TaskState) -> dict[str, Any]:
+    """A task in the run's summary: its state, duration, node and GPUs."""
+    return {"state": t.state, "duration_s": round(t.duration_s, 1), "node": t.node, "gpus": t.gpus}
+
+
 def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app: AppInfo) -> str:
     app_ended = app.ended
     if app.ended and app.final_status == FinalStatus.SUCCEEDED and "stop" in events:
@@ -238,10 +234,8 @@ def _task_state(container: ContainerInfo | None, events: Mapping[str, Any], app:
         if app_ended:
             return "killed"
         return "running" if "container" in events else "allocated"
-    if s == ContainerState.SUCCEEDED:
-        return "succeeded"
-    if s == ContainerState.FAILED:
-        return "failed"
+    if s in (ContainerState.SUCCEEDED, ContainerState.FAILED):
+        return s.lower()  # "succeeded", "failed"
     return "killed"
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -39,6 +40,7 @@ from tfyarn_jupyter.core.state import (
     RunStatus,
     TaskState,
     derive,
+    latest_containers,
 )
 from tfyarn_jupyter.hadoop import capacity as queue_capacity
 from tfyarn_jupyter.protocol import events as protocol
@@ -80,10 +82,9 @@ def app_info(report: Any) -> AppInfo:
     )
 
 
-def container_info(c: Any, instances: int = 0) -> ContainerInfo:
-    """The panel's view of skein's ``Container``. A container skein started again in place of
-    a lost one has the next instance number: it stands for task ``instance % instances``."""
-    index = c.instance % instances if instances > 0 else c.instance
+def container_info(c: Any, instances: int = 0, failed: Sequence[Any] = ()) -> ContainerInfo:
+    """The panel's view of skein's ``Container``: its task from :func:`task_index`."""
+    index = task_index(c.instance, instances, failed) if instances > 0 else c.instance
     return ContainerInfo(
         task=f"{c.service_name}:{index}",
         state=_name(c.state),
@@ -94,6 +95,26 @@ def container_info(c: Any, instances: int = 0) -> ContainerInfo:
         exit_message=c.exit_message or "",
         instance=c.instance,
     )
+
+
+def failed_in_order(containers: Iterable[Any]) -> list[Any]:
+    """A service's FAILED containers in the order they ended: skein replaced them in it."""
+    failed = [c for c in containers if _name(c.state) == "FAILED"]
+    return sorted(failed, key=lambda c: (_ms(c.finish_time) or math.inf, c.instance))
+
+
+def task_index(instance: int, instances: int, failed: Sequence[Any]) -> int:
+    """The task a container of a service of ``instances`` stands for: skein starts the
+    service's ``k``-th replacement (instance ``instances + k``) in place of its ``k``-th
+    FAILED container (``failed``: :func:`failed_in_order`), so it is that container's task;
+    ``instance % instances`` where the list does not tell. The container side reads its own
+    task by the same rule (``container.regroup.slot_of``)."""
+    while instance >= instances:
+        k = instance - instances
+        if k >= len(failed) or failed[k].instance >= instance:
+            return instance % instances
+        instance = failed[k].instance
+    return instance
 
 
 def restart_line(app_id: str, task: TaskState, restart: Mapping[str, Any]) -> str:
@@ -263,7 +284,10 @@ class StatusSource:
         except (skein.exceptions.ConnectionError, skein.exceptions.SkeinError):
             self._app_client = None  # the master went away: keep the last view
             return
-        self._containers = [container_info(c, self._instances(c)) for c in containers]
+        failed = {s: failed_in_order(c for c in containers if c.service_name == s)
+                  for s in {c.service_name for c in containers}}  # fmt: skip
+        self._containers = [container_info(c, self._instances(c), failed[c.service_name])
+                            for c in containers]  # fmt: skip
         self.events = protocol.parse(kv)
         self.history.observe(self.events.progress)
 
@@ -316,18 +340,20 @@ class StatusSource:
 
     def container(self, task: str) -> ContainerInfo:
         """The latest container of ``task`` (``"worker:1"``) seen so far."""
-        for c in sorted(self._containers, key=lambda c: -c.start_time):
-            if c.task == task:
-                return c
-        known = sorted({c.task for c in self._containers})
-        raise KeyError(f"no container for task {task!r}; tasks: {', '.join(known) or 'none yet'}")
+        latest = latest_containers(self._containers)
+        if task in latest:
+            return latest[task]
+        known = ", ".join(sorted(latest)) or "none yet"
+        raise KeyError(f"no container for task {task!r}; tasks: {known}")
 
     def kill_task(self, task: str) -> None:
         ttype, _, index = task.partition(":")
         am = self._am()
         if am is None:
             raise RuntimeError(f"{self.app_id} is not running: nothing to kill")
-        am.kill_container(f"{ttype}_{int(index)}")
+        # A task restarted inside the application runs in a later instance of its service.
+        latest = latest_containers(self._containers).get(task)
+        am.kill_container(f"{ttype}_{latest.instance if latest else int(index)}")
 
     def logs(self, task: str | None, tail: int = 65536) -> task_logs.TaskLogs:
         """The tail of one task's logs: live while its container runs, else aggregated."""

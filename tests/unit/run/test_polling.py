@@ -331,6 +331,13 @@ def test_kill_task_names_skeins_container(client):
     src.kill_task("worker:1")
     src.kill_task("chief:0")
     assert client.am.killed == ["worker_1", "chief_0"]
+    lost = container("worker:1", "FAILED", cid="c_lost")
+    again = container("worker:1", start_ms=2_090_000, cid="c_again")
+    again.instance = 2  # worker:1 restarted inside the application: skein's worker_2
+    client.am.containers = [container("chief:0"), container("worker:0"), lost, again]
+    src.poll()
+    src.kill_task("worker:1")
+    assert client.am.killed[-1] == "worker_2"
 
 
 def test_kill_task_of_an_application_not_running(client):
@@ -542,9 +549,9 @@ def test_a_restarted_service_container_counts_as_its_task():
 # -- restarts inside the application ----------------------------------------------------------
 def test_each_restart_is_logged_once_as_a_poll_first_sees_it(client, caplog):
     lost = container("worker:1", "FAILED", start_ms=2_000_000, cid="c_worker_1")
-    lost.exit_message = "Container preempted by scheduler"
+    lost.exit_message, lost.finish_time = "Container preempted", datetime_from_millis(2_050_000)
     again = container("worker:1", start_ms=2_060_000, cid="c_worker_1b")
-    again.instance = 3  # skein's next instance of the service: worker:1 again
+    again.instance = 2  # skein's first replacement in the service: for worker:1, its failed one
     client.am.containers = [container("chief:0"), container("worker:0"), lost]
     src = StatusSource(client, APP, SPECS)
     caplog.set_level("INFO", logger="tfyarn_jupyter")
@@ -577,3 +584,18 @@ def test_a_restart_line_says_the_steps_lost_once_known_and_what_it_can_without_a
     )
     bare = {"n": 1, "cause": "", "exit_status": None, "step": None, "steps_lost": None}
     assert status.restart_line(APP, t, bare).endswith("(attempt 2): lost")
+
+
+def test_a_replacement_stands_for_the_failed_container_skein_started_it_for():
+    def c(instance: int, state: str = "RUNNING", end: int | None = None):
+        finish = datetime_from_millis(end) if end else None
+        return types.SimpleNamespace(instance=instance, state=state, finish_time=finish)
+
+    # of 3 workers, worker_2 failed first, then worker_0; then worker_3 (worker_2's
+    # replacement) failed too: replacements 3, 4, 5 stand for worker:2, worker:0, worker:2
+    seen = [c(0, "FAILED", 9_000), c(1), c(2, "FAILED", 5_000), c(3, "FAILED", 12_000),
+            c(4), c(5)]  # fmt: skip
+    failed = status.failed_in_order(seen)
+    assert [f.instance for f in failed] == [2, 0, 3]
+    assert [status.task_index(x.instance, 3, failed) for x in seen] == [0, 1, 2, 2, 0, 2]
+    assert status.task_index(4, 3, []) == 1  # not seen failing yet: skein's numbering
