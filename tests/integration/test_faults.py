@@ -182,7 +182,8 @@ def test_worker_killed_by_sigkill_fails_its_attempt_with_exit_137_is_resubmitted
     task_event(run, "worker:0", "train_start")
     # The client heartbeats into the retried attempt too: its tasks wait for it to read
     # a killed task's exit status.
-    wait_for("a heartbeat in attempt 1", lambda: run.source.events.heartbeat, 30)
+    # (Each check reads the store again: the heartbeat may come after task_event's last read.)
+    wait_for("a heartbeat in attempt 1", lambda: run.status() and run.source.events.heartbeat, 30)
     worker, ps = task_process(run, "worker:0"), task_process(run, "ps:0")
     t1 = time.monotonic()
     worker.send_signal(signal.SIGKILL)
