@@ -1,6 +1,7 @@
 // The panel's header: application name, id, state pills, queue, user, start time, the
-// elapsed clock, the YARN UI and TensorBoard links and YARN's diagnostics. It also stamps the panel's root
-// with `data-app-id` / `data-app-state`.
+// elapsed clock, the YARN UI and TensorBoard links, YARN's diagnostics, and while the
+// ResourceManager does not answer (the `unreachable` trait) a note saying so. It also stamps
+// the panel's root with `data-app-id` / `data-app-state`.
 
 import { asString, asTime, formatClock, formatDuration, safeHttpUrl } from "./format.js";
 import { section } from "./dom.js";
@@ -99,10 +100,12 @@ export function createHeader(ctx, root) {
     elapsedEl = h("span", { class: "tfy-mono", "data-testid": "elapsed" });
     tick();
     const diag = asString(a.diagnostics).trim();
+    const unreachable = asString(read.get("unreachable")).trim();
     // replaceChildren, unlike h(), would print a null child as the text "null".
     el.replaceChildren(
       title(ctx, a),
       meta(ctx, a, elapsedEl),
+      ...(unreachable ? [h("div", { class: "tfy-unreachable", "data-testid": "rm-unreachable", role: "status", text: unreachable })] : []),
       ...(diag ? [h("div", { class: "tfy-diagnostics", "data-testid": "diagnostics", text: diag })] : []),
     );
   }

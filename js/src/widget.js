@@ -20,7 +20,7 @@ import { createError } from "./error.js";
 import { FROM_VIEW, TO_VIEW } from "./messages.js";
 
 /** Traits the view listens to. */
-const TRAITS = ["app", "tasks", "pending", "capacity", "progress", "metrics", "failure", "summary", "tensorboard_url", "error"];
+const TRAITS = ["app", "tasks", "pending", "capacity", "progress", "metrics", "failure", "summary", "tensorboard_url", "unreachable", "error"];
 
 /**
  * The panel's sections, in page order, inside a fresh root element.
@@ -106,6 +106,7 @@ function changeHandlers(s, syncClock) {
       s.resources.update();
     },
     tensorboard_url: s.header.update,
+    unreachable: s.header.update,
     metrics: s.metrics.update,
     failure: s.failure.update,
     summary: () => {

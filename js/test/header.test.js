@@ -77,3 +77,18 @@ describe("tones", () => {
     expect(["SUCCEEDED", "FAILED", "KILLED", "UNDEFINED", ""].map(finalTone)).toEqual(["green", "red", "dark", "grey", "grey"]);
   });
 });
+
+describe("header: the ResourceManager unreachable", () => {
+  it("says so while the trait is set, and drops the note once it answers again", () => {
+    const model = fakeModel({ app: RUNNING_APP });
+    p.mount(model);
+    expect(p.q('[data-testid="rm-unreachable"]')).toBeNull();
+    const note = "ResourceManager unreachable since 06:50:12 (40 s; no answer in 8 s).";
+    model.set("unreachable", note);
+    const el = p.q('[data-testid="rm-unreachable"]');
+    expect(el.textContent).toBe(note);
+    expect(el.getAttribute("role")).toBe("status");
+    model.set("unreachable", "");
+    expect(p.q('[data-testid="rm-unreachable"]')).toBeNull();
+  });
+});

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import skein
-from tfyarn_sandbox.fixtures import shaped_sandbox
+from tfyarn_sandbox.fixtures import exported
 from tfyarn_sandbox.sandbox import Sandbox
-from tfyarn_sandbox.shapes.shape import Shape
 
 from tfyarn_jupyter import TaskSpec, submit
 from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.run import rm_calls
 
 from .helpers import unique
 
@@ -84,10 +85,10 @@ EPOCHS, STEPS_PER_EPOCH, STEP_S = 8, 20, 0.25
 
 
 @pytest.fixture(scope="module")
-def preemption_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """A ``--preemption`` sandbox of this module's own (queues ``low`` and ``high``)."""
-    with shaped_sandbox(tmp_path_factory.mktemp("recovery") / "box", Shape(preemption=True)) as b:
-        yield b
+def preemption_box(preemption_sandbox: Sandbox) -> Iterator[Sandbox]:
+    """The session's ``--preemption`` sandbox (queues ``low`` and ``high``), exported."""
+    with exported(preemption_sandbox.env()):
+        yield preemption_sandbox
 
 
 @pytest.fixture(scope="module")
@@ -185,3 +186,41 @@ def wait_for(check, timeout: float, what: str):
         assert time.monotonic() < deadline, f"not after {timeout}s: {what}"
         time.sleep(0.5)
     return out
+
+
+def test_a_run_trains_through_a_resourcemanager_restart_and_says_it_is_unreachable_meanwhile(
+    preemption_box, box_client, cancer, cancer_files, runs
+):
+    model_dir = filesystem.qualify(f"{filesystem.home()}/tfyarn-test/{unique('rm-restart')}")
+
+    def experiment_fn():  # about 60 s of training, whatever the machine's speed
+        return cancer.experiment(model_dir, max_steps=3000, step_delay_s=0.02)
+
+    run = submit(experiment_fn, {"chief": SMALL}, files=cancer_files, queue="low",
+                 name=unique("tfyarn-rm-restart"), skein_client=box_client)  # fmt: skip
+    runs.append(run)
+    wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0) > 0,
+               timeout=400, what="the chief training")  # fmt: skip
+    before = run.status().progress["chief:0"]["step"]
+    restart = threading.Thread(target=preemption_box.restart, args=("resourcemanager",))
+    restart.start()
+    polls: list[tuple[float, str, int]] = []  # (seconds the poll took, the note, the step)
+    while restart.is_alive() or not polls or polls[-1][1]:
+        t = time.monotonic()
+        st = run.advance()
+        step = (st.progress.get("chief:0") or {}).get("step") or 0
+        polls.append((time.monotonic() - t, run.resourcemanager_unreachable, step))
+        assert not st.ended and len(polls) < 200, polls
+        time.sleep(1.0)
+    restart.join()
+    down = [p for p in polls if p[1]]
+    print(f"FIGURE rm-restart: {len(down)} of {len(polls)} polls without the ResourceManager, "
+          f"the longest poll {max(p[0] for p in polls):.1f}s; first note: "
+          f"{down[0][1] if down else None}")  # fmt: skip
+    assert down, f"no poll saw the ResourceManager unreachable: {polls}"
+    assert max(p[0] for p in polls) < rm_calls.CALL_TIMEOUT_S + 10  # never frozen for minutes
+    assert max(p[2] for p in down) > before, "the master's view stopped while YARN's was away"
+    result = run.wait(timeout=600)
+    assert result.final_status == "SUCCEEDED"
+    assert result.attempts == [run.app_id] and run.attempt == 0
+    filesystem.client().delete(filesystem.strip_scheme(model_dir), recursive=True)

@@ -1,7 +1,8 @@
 """The live panel under a ``%%tfyarn`` cell: synced state, one-off actions as messages.
 
 State lives in synced traits (``app``, ``tasks``, ``pending``, ``capacity``,
-``progress``, ``metrics``, ``failure``, ``summary``, ``tensorboard_url``, ``error``)
+``progress``, ``metrics``, ``failure``, ``summary``, ``tensorboard_url``, ``unreachable``,
+``error``)
 that the panel's :class:`PanelPoller`
 refreshes by driving the run (:meth:`~.run.Run.advance`) about once a second;
 the front end (``js/src/``, bundled into ``static/``) sends ``cancel``,
@@ -62,6 +63,8 @@ class RunPanel(anywidget.AnyWidget):
     #: TensorBoard through the ResourceManager's proxy, "" when the run has none.
     tensorboard_url = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
+    #: While the ResourceManager does not answer: since when, and what the panel still shows.
+    unreachable = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, run: Run, *, interval: float = 1.0, start: bool = True, **kwargs: Any):
         super().__init__(**kwargs)
@@ -93,6 +96,7 @@ class RunPanel(anywidget.AnyWidget):
                 self.metrics = d["metrics"]
                 self.failure = d["failure"]
                 self.summary = d["summary"]
+                self.unreachable = getattr(self.run, "resourcemanager_unreachable", "")
                 self.tensorboard_url = (
                     d.get("tensorboard_url") or getattr(self.run, "tensorboard_url", None) or ""
                 )

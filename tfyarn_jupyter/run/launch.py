@@ -152,6 +152,12 @@ class Run:
     def last_status(self) -> RunStatus | None:
         return self._source.last
 
+    @property
+    def resourcemanager_unreachable(self) -> str:
+        """While the ResourceManager does not answer (a restart, a failover to its standby):
+        since when and why, the view then coming from the application master; else ""."""
+        return self._source.report.message()
+
     def status(self) -> RunStatus:
         """One fresh snapshot (three calls whatever the run's size); it changes nothing."""
         with self._lock:

@@ -47,6 +47,7 @@ from tfyarn_jupyter.protocol import events as protocol
 from tfyarn_jupyter.protocol.events import Events
 from tfyarn_jupyter.run import logs as task_logs
 from tfyarn_jupyter.run.result import unreported_failure, with_error_line
+from tfyarn_jupyter.run.rm_calls import BoundedCall
 
 logger = logging.getLogger("tfyarn_jupyter")
 
@@ -191,6 +192,8 @@ class StatusSource:
         self._capacity_published = ""
         #: The restarts already logged, as (task, n).
         self._restarts_logged: set[tuple[str, int]] = set()
+        #: YARN's report of the application, waited for a few seconds at most.
+        self.report = BoundedCall(lambda: self.client.application_report(self.app_id))
 
     @property
     def ended(self) -> bool:
@@ -217,17 +220,23 @@ class StatusSource:
         with self._lock:
             if self.last is not None and self.last.ended:
                 return self.last
-            app = app_info(self.client.application_report(self.app_id))
+            report = self.report.get()
+            if report is None and self.last is None:
+                raise ConnectionError(self.report.message())
+            # Without the ResourceManager, its last word stands and the master speaks alone.
+            app = app_info(report) if report is not None else self.last.app  # type: ignore[union-attr]
             if app.state == ApplicationState.RUNNING:
-                self._read_master()
-            if any(c.node_http and c.node_http not in self._labels for c in self._containers):
+                self._read_master(connect=report is not None)
+            missing = any(c.node_http and c.node_http not in self._labels for c in self._containers)
+            if report is not None and missing:
                 self._labels = {n.http_address: list(n.labels) for n in self.client.get_nodes()}
                 # A node the ResourceManager no longer lists has no labels to find: once.
                 self._labels.update({c.node_http: [] for c in self._containers
                                      if c.node_http not in self._labels})  # fmt: skip
             st = derive(app, self.task_specs, self._containers, self.events, self._labels,
                         history=self.history.points, capacity=self.capacity)  # fmt: skip
-            self._explain_waiting(st)
+            if report is not None:
+                self._explain_waiting(st)
             st.tensorboard_url = tensorboard_url(app, self.events)
             self._quote_error_line(st)
             self._log_restarts(st)
@@ -274,8 +283,10 @@ class StatusSource:
         self.capacity = message
         st.capacity = {"message": message} if message else None
 
-    def _read_master(self) -> None:
-        am = self._am()
+    def _read_master(self, connect: bool = True) -> None:
+        """The containers and the store, from the application master (``connect``: may ask
+        the ResourceManager where the master is, when not connected yet)."""
+        am = self._am() if connect or self._app_client is not None else None
         if am is None:
             return
         try:

@@ -18,6 +18,7 @@ from tfyarn_jupyter.run.logs import TaskLogs
 class RecordingRun:
     app_id = "application_1_0001"
     last_status = None
+    resourcemanager_unreachable = ""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
@@ -124,6 +125,17 @@ def test_progress_capacity_and_tensorboard_url_reach_the_front_end(panel):
     synced = panel.get_state()
     assert {"progress", "capacity", "tensorboard_url"} <= set(synced)
     assert synced["progress"]["chief:0"]["rss_bytes"] == 900 << 20
+
+
+def test_the_resourcemanager_unreachable_note_follows_the_run_into_a_synced_trait(panel):
+    panel.update(running())
+    assert panel.unreachable == ""
+    panel.run.resourcemanager_unreachable = "ResourceManager unreachable since 06:50:12 (9 s)"
+    panel.update(running())
+    assert panel.get_state()["unreachable"].startswith("ResourceManager unreachable since")
+    panel.run.resourcemanager_unreachable = ""
+    panel.update(running())
+    assert panel.unreachable == ""
 
 
 def test_loss_histories_go_as_deltas_and_whole_to_a_view_that_asks(panel):

@@ -599,3 +599,33 @@ def test_a_replacement_stands_for_the_failed_container_skein_started_it_for():
     assert [f.instance for f in failed] == [2, 0, 3]
     assert [status.task_index(x.instance, 3, failed) for x in seen] == [0, 1, 2, 2, 0, 2]
     assert status.task_index(4, 3, []) == 1  # not seen failing yet: skein's numbering
+
+
+# -- a ResourceManager that does not answer -----------------------------------------------
+def test_without_the_resourcemanager_a_poll_keeps_its_last_word_and_reads_the_master(client):
+    client.am.containers = [container("chief:0")]
+    src = StatusSource(client, APP, SPECS)
+    first = src.poll()
+    assert first.app.state == "RUNNING" and src.report.message() == ""
+    client.am.kv.data[events.progress_key("chief:0")] = events.encode({"step": 7})
+
+    def refused(app_id: str):
+        raise skein.exceptions.ConnectionError("Unable to connect to the ResourceManager")
+
+    client.application_report = refused  # type: ignore[method-assign]
+    client.calls.clear()
+    st = src.poll()
+    assert st.app == first.app  # YARN's last word stands
+    assert st.progress["chief:0"]["step"] == 7  # the master's store still reads
+    assert "get_nodes" not in client.calls and "connect" not in client.calls
+    assert "ResourceManager unreachable since" in src.report.message()
+    assert "ConnectionError: Unable to connect" in src.report.message()
+
+
+def test_a_first_poll_without_the_resourcemanager_raises_saying_so(client):
+    def refused(app_id: str):
+        raise skein.exceptions.ConnectionError("Unable to connect")
+
+    client.application_report = refused  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError, match="ResourceManager unreachable since"):
+        StatusSource(client, APP, SPECS).poll()
