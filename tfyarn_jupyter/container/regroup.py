@@ -221,18 +221,18 @@ def begin(task: Any) -> str:
         cause, status = "peer restarted", None
     else:
         cause, status = cause_of(getattr(prev, "exit_message", "") or "")
+    if (
+        task.type in CLUSTER
+        and prev is not None
+        and cause not in (*IN_APPLICATION, "peer restarted")
+    ):  # not a restart: the run ends, with the lost container's own stop and traceback
+        return f"{task.name}'s container {prev_id} ended ({cause}): {prev.exit_message}"
     step = events.parse(kv).progress.get(task.name, {}).get("step")
     record(task, cause=cause, exit_status=status, step=step, container=prev_id,
            exit_message=getattr(prev, "exit_message", "") or "")  # fmt: skip
     log(f"{task.name} restarted ({task.restarts}): {cause} ({prev_id or 'container unknown'})")
     if cause in IN_APPLICATION and prev_id:
         task.app.kv[lost_key(prev_id)] = b"1"
-    if (
-        task.type in CLUSTER
-        and prev is not None
-        and cause not in (*IN_APPLICATION, "peer restarted")
-    ):
-        return f"{task.name}'s container {prev_id} ended ({cause}): {prev.exit_message}"
     return ""
 
 

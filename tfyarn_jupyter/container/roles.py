@@ -26,21 +26,20 @@ from tfyarn_jupyter.protocol.contract import TRAINERS
 
 def run(task: Task) -> int:
     """The task's whole life: join, run the role, report the stop; the exit status."""
-    if task.restarts:  # in place of a lost container: its end is not this one's
-        task.forget_stop()
     try:
         why = regroup.begin(task)  # a restarted container's record: why, and the steps it had
     except Exception as exc:  # the record is for the panel: never a reason not to train
         why = ""
         log(f"{task.name}: its restart was not recorded: {exc!r}")
+    if why:  # its container failed by itself: that spends a retry of the run, as before;
+        log(why)  # the failed container's stop (its traceback) stays for the client to read
+        regroup.end_application(task, why)
+        return 1
+    if task.restarts:  # in place of a lost container: its end is not this one's
+        task.forget_stop()
     task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid(),
              restarts=task.restarts, container=task.container_id)  # fmt: skip
     task.phase("interpreter", at=_process_start())
-    if why:  # its container failed by itself: that spends a retry of the run, as before
-        log(why)
-        task.put("stop", traceback=why, exit_code=1)
-        regroup.end_application(task, why)
-        return 1
     task.watch_client()
     tb = _run_role_reporting(task)
     if tb and task.type in regroup.CLUSTER and regroup.peer_lost(task):

@@ -182,7 +182,7 @@ def test_a_trainer_that_followed_its_cluster_is_restarted_for_its_peer(monkeypat
     assert regroup.lost_key("chief_0") not in app.kv
 
 
-def test_a_trainer_whose_container_failed_by_itself_ends_the_application(monkeypatch):
+def test_a_trainer_whose_container_failed_by_itself_ends_the_application_unrecorded(monkeypatch):
     """Its replacement (skein restarts any FAILED container) spends no restart: the run's
     retries decide, as before. An evaluator restarts alone whatever the cause."""
     app = App()
@@ -190,7 +190,8 @@ def test_a_trainer_whose_container_failed_by_itself_ends_the_application(monkeyp
     app.add("evaluator", 0, "FAILED", ended=1, message=FOLLOWED)
     worker = task_of(monkeypatch, app, "worker_1", {"chief": 1, "worker": 1, "evaluator": 1})
     assert "worker_0 ended (failed)" in regroup.begin(worker)
-    assert record_of(app, "worker:0")["cause"] == "failed"
+    # Not a restart: no record, and the failed container's stop stays the task's last word.
+    assert not [k for k in app.kv if k.startswith("restarts/worker:0/")]
     evaluator = task_of(monkeypatch, app, "evaluator_1", {"chief": 1, "evaluator": 1})
     assert regroup.begin(evaluator) == ""
 
