@@ -173,15 +173,19 @@ class Run:
 
     @property
     def ended(self) -> bool:
-        """The run (not only the current attempt) is over: it succeeded or has no retry left."""
-        last = self._source.last
-        if not self._source.ended:
-            return False
-        if self._final or (last is not None and last.succeeded):
-            return True
-        if last is None:  # nothing read yet to tell why it ended
-            return self.budget.retries <= 0
-        return self._decision(last)[2].give_up  # no new attempt will be made
+        """The run (not only the current attempt) is over: it succeeded or has no retry left.
+
+        Under the driver's lock: between spending a retry and submitting it, an ended attempt
+        with no retry left would read as the run's end (and stop the heartbeat thread)."""
+        with self._lock:
+            last = self._source.last
+            if not self._source.ended:
+                return False
+            if self._final or (last is not None and last.succeeded):
+                return True
+            if last is None:  # nothing read yet to tell why it ended
+                return self.budget.retries <= 0
+            return self._decision(last)[2].give_up  # no new attempt will be made
 
     # -- driving --
     def advance(self) -> RunStatus:
