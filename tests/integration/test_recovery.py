@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 
@@ -202,17 +201,25 @@ def test_a_run_trains_through_a_resourcemanager_restart_and_says_it_is_unreachab
     wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0) > 0,
                timeout=400, what="the chief training")  # fmt: skip
     before = run.status().progress["chief:0"]["step"]
-    restart = threading.Thread(target=preemption_box.restart, args=("resourcemanager",))
-    restart.start()
     polls: list[tuple[float, str, int]] = []  # (seconds the poll took, the note, the step)
-    while restart.is_alive() or not polls or polls[-1][1]:
+
+    def poll() -> str:
         t = time.monotonic()
         st = run.advance()
         step = (st.progress.get("chief:0") or {}).get("step") or 0
         polls.append((time.monotonic() - t, run.resourcemanager_unreachable, step))
-        assert not st.ended and len(polls) < 200, polls
+        assert not st.ended, polls
         time.sleep(1.0)
-    restart.join()
+        return polls[-1][1]
+
+    # Down long enough (25 s) for polls to give up waiting on it (8 s each), then back.
+    with preemption_box.daemon_stopped("resourcemanager"):
+        away = time.monotonic() + 25
+        while time.monotonic() < away:
+            poll()
+    deadline = time.monotonic() + 180
+    while poll():  # until the note clears: YARN's view is back
+        assert time.monotonic() < deadline, polls[-5:]
     down = [p for p in polls if p[1]]
     print(f"FIGURE rm-restart: {len(down)} of {len(polls)} polls without the ResourceManager, "
           f"the longest poll {max(p[0] for p in polls):.1f}s; first note: "

@@ -28,7 +28,8 @@ CALL_TIMEOUT_S = 8.0
 class _Call:
     """One call on a daemon thread (a call blocked in the driver never holds up exit)."""
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[[], Any], started: float) -> None:
+        self.started = started
         self.done = threading.Event()
         self.value: Any = None
         self.error: BaseException | None = None
@@ -63,22 +64,22 @@ class BoundedCall:
 
     def get(self) -> Any:
         """The answer, or None when none came in time or the call failed."""
-        call = self._pending or _Call(self._fn)
+        call = self._pending or _Call(self._fn, self._clock())
         if not call.done.wait(self.timeout):
             self._pending = call  # still running: the next poll waits for this one
-            return self._unanswered(f"no answer in {self.timeout:.0f} s")
+            return self._unanswered(f"no answer in {self.timeout:.0f} s", call.started)
         self._pending = None
         if call.error is not None:
-            return self._unanswered(f"{type(call.error).__name__}: {call.error}")
+            return self._unanswered(f"{type(call.error).__name__}: {call.error}", call.started)
         if self.unreachable_since is not None:
             down = self._clock() - self.unreachable_since
             logger.info("the ResourceManager answers again (unreachable for %.0f s)", down)
         self.unreachable_since, self.reason = None, ""
         return call.value
 
-    def _unanswered(self, reason: str) -> None:
+    def _unanswered(self, reason: str, since: float) -> None:
         if self.unreachable_since is None:
-            self.unreachable_since = self._clock()
+            self.unreachable_since = since  # when the unanswered call was made
             logger.warning("the ResourceManager does not answer (%s): the run's view comes "
                            "from its application master until it does", reason)  # fmt: skip
         self.reason = reason
