@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 import pytest
-from tfyarn_sandbox.fixtures import discard_cluster_data, shaped_sandbox
+from tfyarn_sandbox.fixtures import discard_cluster_data
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes import hosts as sandbox_hosts
 from tfyarn_sandbox.shapes.shape import Shape
@@ -116,15 +116,6 @@ def launch(runs, cancer_files):
         return run
 
     return start
-
-
-@pytest.fixture(scope="session")
-def preemption_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """One ``--preemption`` sandbox (queues ``low`` and ``high``) for the session's recovery
-    and daemon-restart suites: not exported, each module exports it while it runs."""
-    root = tmp_path_factory.mktemp("preemption") / "box"
-    with shaped_sandbox(root, Shape(preemption=True), export=False) as box:
-        yield box
 
 
 #: The production shape the secure suite runs on.

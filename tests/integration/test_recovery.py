@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 import skein
-from tfyarn_sandbox.fixtures import exported
+from tfyarn_sandbox.fixtures import shaped_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes.shape import Shape
 
 from tfyarn_jupyter import TaskSpec, submit
 from tfyarn_jupyter.hadoop import filesystem
@@ -84,10 +85,12 @@ EPOCHS, STEPS_PER_EPOCH, STEP_S = 8, 20, 0.25
 
 
 @pytest.fixture(scope="module")
-def preemption_box(preemption_sandbox: Sandbox) -> Iterator[Sandbox]:
-    """The session's ``--preemption`` sandbox (queues ``low`` and ``high``), exported."""
-    with exported(preemption_sandbox.env()):
-        yield preemption_sandbox
+def preemption_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A ``--preemption`` sandbox of this module's own (queues ``low`` and ``high``),
+    exported; its cluster data (the environment, some 12 GB) removed at the module's end."""
+    root = tmp_path_factory.mktemp("recovery") / "box"
+    with shaped_sandbox(root, Shape(preemption=True)) as box:
+        yield box
 
 
 @pytest.fixture(scope="module")

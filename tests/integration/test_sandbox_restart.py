@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import requests
 import skein
-from tfyarn_sandbox.fixtures import AppTracker, exported, killing_leftovers
+from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, shaped_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
+from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_sandbox.site_xml import NM_VCORES
 
 from .helpers import unique
@@ -32,10 +33,11 @@ PREEMPTED = "Container preempted by scheduler"
 
 
 @pytest.fixture(scope="module")
-def box(preemption_sandbox: Sandbox) -> Iterator[Sandbox]:
-    """The session's ``--preemption`` sandbox, exported."""
-    with exported(preemption_sandbox.env()):
-        yield preemption_sandbox
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A ``--preemption`` sandbox of this module's own, its environment exported."""
+    root = tmp_path_factory.mktemp("restart") / "box"
+    with shaped_sandbox(root, Shape(preemption=True)) as sandbox:
+        yield sandbox
 
 
 @pytest.fixture(scope="module")
