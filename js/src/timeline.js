@@ -277,12 +277,14 @@ export function createTimeline({ h, read, keep }) {
       .map((row) => row.getAttribute("data-state") || "");
     const ended = ENDED_COLOURS.filter((s) => ranStates.includes(s));
     const restarted = timeline.querySelector('.tfy-seg[data-kind="gap"]') !== null;
+    const phased = timeline.querySelector(".tfy-phase") !== null;
     const keys = [
       ["wait", "", "requested → allocated"],
       ["launch", "", "allocated → running"],
       ...(ranStates.some((s) => !ENDED_COLOURS.includes(s)) ? [["run", "", "running → ended"]] : []),
       ...ended.map((s) => ["run", s, `running → ${s}`]),
       ...(restarted ? [["lost", "", "running → lost"], ["gap", "", "lost → restarted (↻ why)"]] : []),
+      ...(phased ? [["phase", "", "a step of the task's start (hover: which, and when)"]] : []),
     ];
     return h(
       "div",

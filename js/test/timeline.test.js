@@ -51,6 +51,14 @@ describe("timeline", () => {
     const marks = p.qa('[data-testid="timeline-phase"]');
     expect(marks.map((m) => m.getAttribute("data-phase"))).toEqual(["interpreter", "tensorflow", "first_step"]);
     expect(marks[1].getAttribute("title")).toBe("TensorFlow imported: +5s");
+    const key = p.q('[data-testid="timeline-legend"] .tfy-seg-key[data-kind="phase"]');
+    expect(key.parentElement.textContent).toBe("a step of the task's start (hover: which, and when)");
+  });
+
+  it("keys the phase markers only where a bar has one", () => {
+    p.mount(fakeModel({ app: RUNNING_APP, tasks: [task("chief:0", "succeeded", ENDED)] }));
+    expect(p.qa('[data-testid="timeline-phase"]').length).toBe(0);
+    expect(p.q('[data-testid="timeline-legend"] .tfy-seg-key[data-kind="phase"]')).toBeNull();
   });
 
   it("has round ticks along the axis", () => {
