@@ -17,8 +17,10 @@ from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 
 from tfyarn_jupyter import TaskSpec, submit
+from tfyarn_jupyter.core import recovery
 from tfyarn_jupyter.hadoop import filesystem
 from tfyarn_jupyter.run import rm_calls
+from tfyarn_jupyter.run.result import RunFailed
 
 from .helpers import unique
 
@@ -129,21 +131,8 @@ def test_a_preempted_trainer_restarts_with_its_cluster_in_the_same_application(
     run = submit(experiment_fn, {"chief": TRAINER, "worker": TRAINER}, files=cancer_files,
                  queue="low", name=unique("tfyarn-preempt"), skein_client=box_client)  # fmt: skip
     runs.append(run)
-    # An epoch done: its checkpoint is on HDFS to resume from.
-    wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0)
-               >= STEPS_PER_EPOCH + 2, timeout=400, what="an epoch")  # fmt: skip
-    high = box_client.submit(high_guarantee())
-    try:
-        app = box_client.connect(run.app_id)
-        lost = wait_for(lambda: app.get_containers(services=["chief", "worker"], states=["FAILED"]),
-                        timeout=120, what="a trainer preempted")  # fmt: skip
-        preempted_at = time.monotonic()
-        print(
-            f"FIGURE preempted {[(c.id, c.exit_message) for c in lost]} "
-            f"{preempted_at - t0:.1f}s after the submission"
-        )
-    finally:
-        box_client.kill_application(high)  # room for the replacements
+    preempted_at = preempt_a_trainer(run, box_client)
+    print(f"FIGURE preempted {preempted_at - t0:.1f}s after the submission")
 
     def regrouped(st) -> bool:
         records = restarts(run)
@@ -163,6 +152,57 @@ def test_a_preempted_trainer_restarts_with_its_cluster_in_the_same_application(
     assert lost_task["exit_status"] == -102 and lost_task["step"] > 0
     assert all(r["resumed_step"] >= STEPS_PER_EPOCH for r in records), records
     assert result.tasks["chief:0"]["state"] == "succeeded"
+    filesystem.client().delete(filesystem.strip_scheme(model_dir), recursive=True)
+
+
+def preempt_a_trainer(run, box_client: skein.Client) -> float:
+    """Once the run's chief finished an epoch (a checkpoint on HDFS to resume from), queue
+    ``high`` asks for its guarantee until YARN's preemption monitor takes a trainer of the
+    run back; then ``high`` goes, leaving room for a replacement. When it was preempted."""
+    wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0)
+               >= STEPS_PER_EPOCH + 2, timeout=400, what="an epoch")  # fmt: skip
+    high = box_client.submit(high_guarantee())
+    try:
+        app = box_client.connect(run.app_id)
+        lost = wait_for(lambda: app.get_containers(services=["chief", "worker"], states=["FAILED"]),
+                        timeout=120, what="a trainer preempted")  # fmt: skip
+        print(f"FIGURE preempted {[(c.id, c.exit_message) for c in lost]}")
+        return time.monotonic()
+    finally:
+        box_client.kill_application(high)
+
+
+def test_a_run_past_its_bound_on_lost_containers_ends_failed_saying_why_with_no_new_attempt(
+    preemption_box, box_client, cancer, cancer_files, runs
+):
+    model_dir = filesystem.qualify(f"{filesystem.home()}/tfyarn-test/{unique('bound')}")
+
+    def experiment_fn():
+        import time as _time
+
+        import tensorflow as tf
+
+        exp = cancer.keras_experiment(model_dir, epochs=EPOCHS, steps_per_epoch=STEPS_PER_EPOCH)
+        pause = tf.keras.callbacks.LambdaCallback(on_train_batch_end=lambda *_: _time.sleep(STEP_S))
+        exp.train_params["callbacks"] = [pause]
+        return exp
+
+    # No restart for a lost container at all: the first preemption is past the bound.
+    run = submit(experiment_fn, {"chief": TRAINER, "worker": TRAINER}, files=cancer_files,
+                 queue="low", name=unique("tfyarn-bound"), skein_client=box_client,
+                 env={recovery.PREEMPTIONS_VAR: "0"})  # fmt: skip
+    runs.append(run)
+    preempted_at = preempt_a_trainer(run, box_client)
+    with pytest.raises(RunFailed) as failed:
+        run.wait(timeout=300)
+    print(f"FIGURE ended FAILED {time.monotonic() - preempted_at:.1f}s after the preemption")
+    st = failed.value.status
+    said = f"{failed.value}\n{st.app.diagnostics}"
+    print(f"FIGURE said {said!r}")
+    assert st.app.final_status == "FAILED"
+    assert "more than the run's 0 restarts for lost containers" in said
+    assert run.attempts == [run.app_id] and run.restarts == [], "no new application"
+    assert run.budget == recovery.Budget(retries=0, preemptions=0)
     filesystem.client().delete(filesystem.strip_scheme(model_dir), recursive=True)
 
 

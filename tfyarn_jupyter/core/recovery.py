@@ -20,20 +20,24 @@ status, or the diagnostics skein passes on), the task's type and the program's s
   YARN, and the whole cluster restarts with a new cluster spec (``container.regroup``).
 
 The tasks apply the table inside the application (``container.regroup``: skein's
-``max_restarts`` starts the replacements); :func:`decide` is also the client's reading of
-an attempt that ended, for its run-level retries.
+``max_restarts`` starts the replacements); :func:`decide_attempt` is the client's reading
+of an attempt that ended, for its run-level retries, with what the application already
+restarted itself taken from the same bound.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: YARN's ContainerExitStatus values that say the container, not the task, was lost.
 PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
 #: Restarts a run makes for preempted and lost containers before it gives up.
 DEFAULT_PREEMPTIONS = 10
+#: Where a user sets that bound (``env=``); the tasks read it too (``container.regroup``).
+PREEMPTIONS_VAR = "TFYARN_PREEMPTIONS"
 #: Tasks outside the TensorFlow cluster: nothing waits on them.
 INDEPENDENT = ("evaluator", "tensorboard")
 #: Everything of the TensorFlow cluster (restarted together where the strategy needs it).
@@ -111,3 +115,39 @@ def decide(
         return Decision((), "", budget, f"{task} failed and no retry is left (nb_retries)", True)
     left = dataclasses.replace(budget, retries=budget.retries - 1)
     return Decision(what, "retries", left, f"{task} failed: restarting {what}")
+
+
+def preemptions_bound(env: Mapping[str, str]) -> int:
+    """The run's bound on restarts for lost containers, from its ``env=`` (else the default)."""
+    value = env.get(PREEMPTIONS_VAR, "")
+    return int(value) if value.isdecimal() else DEFAULT_PREEMPTIONS
+
+
+def losses_restarted(restarts: Mapping[str, Sequence[Mapping[str, Any]]]) -> int:
+    """How many lost containers an application restarted itself: its tasks' restart records
+    (``protocol.events``' ``restarts``) whose cause is the container's loss. A peer stopped
+    to regroup, or a task that failed on its own, spent nothing of the bound."""
+    lost = (Cause.PREEMPTED.value, Cause.NODE_LOST.value)
+    return sum(1 for records in restarts.values() for r in records if r.get("cause") in lost)
+
+
+def decide_attempt(
+    task: str,
+    cause: Cause,
+    strategy: str,
+    topology: Mapping[str, int],
+    budget: Budget,
+    restarted_inside: int,
+) -> Decision:
+    """The client's decision for an attempt that ended, after its application had already
+    restarted ``restarted_inside`` lost containers itself: those come out of the same bound,
+    so a run never makes more restarts for lost containers than it may, inside and across
+    its applications; past the bound it ends, saying so."""
+    left = dataclasses.replace(budget, preemptions=max(0, budget.preemptions - restarted_inside))
+    if restarted_inside > budget.preemptions:
+        why = (
+            f"the application restarted {restarted_inside} lost containers, more than the "
+            f"run's {budget.preemptions} restarts for lost containers ({PREEMPTIONS_VAR})"
+        )
+        return Decision((), "", left, why, True)
+    return decide(task, cause, strategy, topology, left)

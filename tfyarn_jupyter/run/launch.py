@@ -89,7 +89,7 @@ class Run:
         self.nb_retries = nb_retries
         #: What is left to spend on new attempts: the user's retries, and restarts for
         #: containers YARN took back or lost with their node (:mod:`.core.recovery`).
-        self.budget = recovery.Budget(retries=nb_retries)
+        self.budget = recovery.Budget(nb_retries, recovery.preemptions_bound(env or {}))
         #: Each new attempt and why: ``{"attempt", "task", "cause", "spent", "why", "t"}``.
         self.restarts: list[dict[str, Any]] = []
         self._final = False  # no new attempt will come: given up, or cancelled
@@ -227,13 +227,17 @@ class Run:
     def _decision(self, st: RunStatus) -> tuple[str, recovery.Cause, recovery.Decision]:
         """What a failed attempt calls for (reads only): the lost task, why, and the decision:
         a container YARN preempted or lost with its node spends a restart, a task's own
-        failure a retry (:mod:`.core.recovery`)."""
+        failure a retry (:mod:`.core.recovery`); the losses the application restarted
+        itself come out of the same bound."""
         lost = next((t for t in st.tasks if t.task == (st.failure and st.failure.task)), None)
         lost = lost or next((t for t in st.tasks if t.state in ("failed", "killed")), None)
         task = lost.task if lost else "the application"
         cause = recovery.cause_of(lost.exit_message if lost else st.app.diagnostics)
         topology = {t: s.instances for t, s in self.task_specs.items()}
-        decision = recovery.decide(task, cause, self._strategy(topology), topology, self.budget)
+        inside = recovery.losses_restarted(self._source.events.restarts)
+        decision = recovery.decide_attempt(
+            task, cause, self._strategy(topology), topology, self.budget, inside
+        )
         return task, cause, decision
 
     def _decide_retry(self, st: RunStatus) -> bool:

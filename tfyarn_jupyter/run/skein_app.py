@@ -139,7 +139,7 @@ def tensorboard_env(spec: TaskSpec) -> dict[str, str]:
 
 
 #: The run's restarts for lost containers, as the tasks read it (``container.regroup``'s).
-PREEMPTIONS_VAR = "TFYARN_PREEMPTIONS"
+PREEMPTIONS_VAR = recovery.PREEMPTIONS_VAR
 
 
 def task_env(options: LaunchOptions, contract: TaskContract) -> dict[str, str]:
@@ -341,7 +341,7 @@ def application_spec(
             env={**env, **tensorboard_env(s)} if ttype == "tensorboard" else env,
             node_label=s.label.value,
             # YARN's application master restarts a lost container (issue 25).
-            max_restarts=max_restarts(ttype, s.instances, _preemptions(env)),
+            max_restarts=max_restarts(ttype, s.instances, recovery.preemptions_bound(env)),
         )
         for ttype, s in task_specs.items()
     }
@@ -354,11 +354,6 @@ def application_spec(
         max_attempts=1,
         tags=["tfyarn"],
     )
-
-
-def _preemptions(env: Mapping[str, str]) -> int:
-    value = env.get(PREEMPTIONS_VAR, "")
-    return int(value) if value.isdecimal() else recovery.DEFAULT_PREEMPTIONS
 
 
 def with_attempt(spec: skein.ApplicationSpec, contract: TaskContract, attempt: int):

@@ -8,10 +8,15 @@ import itertools
 import pytest
 
 from tfyarn_jupyter.core.recovery import (
+    DEFAULT_PREEMPTIONS,
+    PREEMPTIONS_VAR,
     Budget,
     Cause,
     cause_of,
     decide,
+    decide_attempt,
+    losses_restarted,
+    preemptions_bound,
     restart_set,
 )
 from tfyarn_jupyter.protocol import contract
@@ -115,3 +120,48 @@ def test_a_task_that_raises_spends_a_retry_and_nb_retries_zero_means_one_try():
     none_left = decide("chief:0", Cause.FAILED, contract.DEFAULT, topology, Budget(retries=0))
     assert none_left.give_up and "nb_retries" in none_left.why
     assert none_left.left == Budget(retries=0)  # nothing spent on a refusal
+
+
+@pytest.mark.parametrize(
+    ("env", "bound"),
+    [
+        ({}, DEFAULT_PREEMPTIONS),
+        ({PREEMPTIONS_VAR: "0"}, 0),
+        ({PREEMPTIONS_VAR: "3"}, 3),
+        ({PREEMPTIONS_VAR: "many"}, DEFAULT_PREEMPTIONS),
+        ({PREEMPTIONS_VAR: "-1"}, DEFAULT_PREEMPTIONS),
+    ],
+)
+def test_the_bound_on_restarts_for_lost_containers_comes_from_the_runs_env(env, bound):
+    assert preemptions_bound(env) == bound
+
+
+def test_only_a_lost_container_counts_against_the_bound_not_a_peer_that_regrouped():
+    records = {
+        "worker:1": [{"cause": "preempted"}, {"cause": "node lost"}],
+        "chief:0": [{"cause": "peer restarted"}, {"cause": "peer restarted"}],
+        "evaluator:0": [{"cause": "preempted"}, {"cause": "failed"}],
+    }
+    assert losses_restarted(records) == 3
+    assert losses_restarted({}) == 0
+
+
+def test_restarts_made_inside_the_application_come_out_of_the_runs_bound():
+    topology = TOPOLOGIES[contract.MULTI_WORKER_MIRRORED]
+    mwm = contract.MULTI_WORKER_MIRRORED
+    budget = Budget(retries=1, preemptions=3)
+    # two restarted inside, a third loss ended the attempt: the last restart is a new attempt
+    one_left = decide_attempt("worker:1", Cause.PREEMPTED, mwm, topology, budget, 2)
+    assert not one_left.give_up and one_left.left == Budget(retries=1, preemptions=0)
+    # the bound spent inside: the loss that ended the attempt is one too many
+    spent = decide_attempt("worker:1", Cause.PREEMPTED, mwm, topology, budget, 3)
+    assert spent.give_up and spent.left == Budget(retries=1, preemptions=0)
+    # the application itself went past the bound (its tasks ended it): no new attempt,
+    # whatever the last task's own exit says, and the user's retries are not spent on it
+    over = decide_attempt("chief:0", Cause.FAILED, mwm, topology, budget, 4)
+    assert over.give_up and over.left == Budget(retries=1, preemptions=0)
+    assert "restarted 4 lost containers, more than the run's 3" in over.why
+    assert PREEMPTIONS_VAR in over.why
+    # a task that raised after restarts inside, within the bound, spends a retry as before
+    failed = decide_attempt("chief:0", Cause.FAILED, mwm, topology, budget, 1)
+    assert failed.spends == "retries" and failed.left == Budget(retries=0, preemptions=2)

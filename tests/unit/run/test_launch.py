@@ -402,6 +402,32 @@ def test_a_preempted_attempt_is_tried_again_without_spending_nb_retries(retry_ru
     assert len(submitted) == 2 and handle.ended
 
 
+def test_a_runs_bound_on_lost_containers_comes_from_its_env_and_counts_restarts_inside(
+    retry_run, monkeypatch
+):
+    handle, submitted, _written = retry_run
+    bounded = launch.Run(object(), "application_1_0009", {"chief": TaskSpec(128, 1)},
+                         env={recovery.PREEMPTIONS_VAR: "2"}, heartbeat=False)  # fmt: skip
+    assert bounded.budget == recovery.Budget(retries=0, preemptions=2)
+    handle.budget = recovery.Budget(retries=0, preemptions=2)
+
+    def poll(self):
+        self.last = preempted_status(self.app_id)
+        return self.last
+
+    monkeypatch.setattr(EndedSource, "poll", poll)
+    # the application restarted one lost container itself before a second loss ended it
+    handle.source.events.restarts["worker:0"] = [{"cause": "preempted", "n": 1}]
+    handle.source.events.restarts["chief:0"] = [{"cause": "peer restarted", "n": 1}]
+    handle.advance()
+    assert len(submitted) == 1 and handle.budget == recovery.Budget(retries=0, preemptions=0)
+    # the next application restarted one too: past the bound, the run ends saying so
+    handle.source.events.restarts["worker:0"] = [{"cause": "preempted", "n": 1}]
+    handle.advance()
+    assert len(submitted) == 1 and handle.ended
+    assert handle.budget == recovery.Budget(retries=0, preemptions=0)
+
+
 def test_a_task_that_raises_spends_a_retry_and_none_left_ends_the_run(retry_run):
     handle, submitted, _written = retry_run
     handle.budget = recovery.Budget(retries=1, preemptions=5)
