@@ -161,12 +161,21 @@ def preempt_a_trainer(run, box_client: skein.Client) -> float:
     run back; then ``high`` goes, leaving room for a replacement. When it was preempted."""
     wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0)
                >= STEPS_PER_EPOCH + 2, timeout=400, what="an epoch")  # fmt: skip
+    app = box_client.connect(run.app_id)
+
+    def preempted() -> list:
+        try:
+            lost = app.get_containers(services=["chief", "worker"], states=["FAILED"])
+            return [(c.id, c.exit_message) for c in lost]
+        except skein.exceptions.ConnectionError:
+            # A run allowed no restart ends within a second of the loss: its master may be
+            # gone before a look at its containers saw the preempted one (seen in CI).
+            report = box_client.application_report(run.app_id)
+            return [("the application ended", str(report.final_status))]
+
     high = box_client.submit(high_guarantee())
     try:
-        app = box_client.connect(run.app_id)
-        lost = wait_for(lambda: app.get_containers(services=["chief", "worker"], states=["FAILED"]),
-                        timeout=120, what="a trainer preempted")  # fmt: skip
-        print(f"FIGURE preempted {[(c.id, c.exit_message) for c in lost]}")
+        print(f"FIGURE preempted {wait_for(preempted, timeout=120, what='a trainer preempted')}")
         return time.monotonic()
     finally:
         box_client.kill_application(high)
