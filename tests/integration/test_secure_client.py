@@ -292,8 +292,13 @@ def test_magic_as_alice_live_and_aggregated_logs_attach_from_a_second_kernel_and
         )
         app_id = reported(first.run(report("r.app_id")))
         first.run(WAIT_CHIEF.format(run="r"), timeout=700)
+        # RUNNING comes before the chief's interpreter writes its first line: read the live logs
+        # until TensorFlow's logging shows (or the deadline), as a user re-running the cell would
         live = reported(first.run(
-            "_l = r.logs('chief:0')\n" + report("[_l.source, sorted(_l.files), len(_l.stderr)]")
+            "_d = _t.monotonic() + 180\n_l = r.logs('chief:0')\n"
+            "while not _l.stderr and _l.source == 'live' and _t.monotonic() < _d:\n"
+            "    _t.sleep(2)\n    _l = r.logs('chief:0')\n"
+            + report("[_l.source, sorted(_l.files), len(_l.stderr)]")
         ))  # fmt: skip
 
         second = UserKernel(secure_box, "alice", tmp_path)
