@@ -33,7 +33,7 @@ TOPOLOGIES = {
         "chief": SMALL, "worker": SMALL, "ps": TaskSpec("512M", 1)},
 }  # fmt: skip
 LOCAL = """
-import json, sys, time, tempfile
+import json, shutil, sys, time, tempfile
 sys.path.insert(0, sys.argv[1])
 import cancer
 exp = cancer.keras_experiment(tempfile.mkdtemp(), epochs=1, steps_per_epoch=int(sys.argv[2]))
@@ -41,6 +41,7 @@ exp.model.fit(exp.input_data_fn(), epochs=1, steps_per_epoch=20, verbose=0)  # w
 t0 = time.perf_counter()
 exp.model.fit(exp.input_data_fn(), epochs=1, steps_per_epoch=int(sys.argv[2]), verbose=0)
 print(json.dumps({"steps_per_s": int(sys.argv[2]) / (time.perf_counter() - t0)}))
+shutil.rmtree(exp.model_dir, ignore_errors=True)
 """
 
 

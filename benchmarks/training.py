@@ -59,7 +59,7 @@ def wide_mlp_experiment(model_dir: str, epochs: int, steps: int) -> KerasExperim
 
 
 LOCAL = """
-import json, sys, tempfile, time
+import json, shutil, sys, tempfile, time
 import tensorflow as tf
 from benchmarks.training import wide_mlp_experiment
 epochs, steps = int(sys.argv[1]), int(sys.argv[2])
@@ -73,6 +73,7 @@ class Save(tf.keras.callbacks.Callback):
 t0 = time.monotonic()
 exp.model.fit(exp.input_data_fn(), callbacks=[Save()], **exp.train_params)
 print(json.dumps({"fit_s": time.monotonic() - t0, "save_s": sum(saves)}))
+shutil.rmtree(exp.model_dir, ignore_errors=True)
 """
 
 

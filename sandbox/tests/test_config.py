@@ -214,6 +214,7 @@ def test_java_command_of_each_daemon(layout, name):
     assert f"-Dlog4j.configuration=file:{conf}/log4j.properties" in cmd
     assert f"-Dtfyarn.sandbox={layout.root}" in cmd
     assert f"-Dhadoop.log.dir={layout.root}/logs" in cmd
+    assert f"-Djava.io.tmpdir={layout.root}/tmp" in cmd and "-XX:-UsePerfData" in cmd
     assert set(sandbox_conf.JAVA17_OPENS) <= set(cmd)
 
 

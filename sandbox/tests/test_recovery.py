@@ -56,6 +56,10 @@ def test_the_default_sandbox_writes_what_it_wrote_plus_recovery_only(layout):
         expected[f"conf-nm-{nm}"]["yarn-site.xml"].update(
             {**rm_recovery_props(), "yarn.nodemanager.recovery.enabled": "true"}
         )
+    for files in expected.values():  # and the node-attribute store under the root, not /tmp
+        files["yarn-site.xml"]["yarn.node-attribute.fs-store.root-dir"] = (
+            "file:///ROOT/node-attributes"
+        )
     now = {str(d.relative_to("/ROOT")): f for d, f in sandbox_conf.conf_folders(layout).items()}
     assert now == expected
 

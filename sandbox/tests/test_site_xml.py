@@ -78,6 +78,8 @@ def test_state_lives_under_the_sandbox_root(layout):
     assert (
         sites["yarn"]["yarn.node-labels.fs-store.root-dir"] == f"file://{layout.root}/node-labels"
     )
+    node_attributes = sites["yarn"]["yarn.node-attribute.fs-store.root-dir"]
+    assert node_attributes == f"file://{layout.root}/node-attributes"
 
 
 def test_applications_get_the_configuration_and_the_cached_jars(layout):

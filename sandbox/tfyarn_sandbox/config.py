@@ -267,6 +267,11 @@ def write_launchers(
         path.chmod(0o755)
 
 
+def tmp_dir(root: Path) -> Path:
+    """The daemons' temporary folder (``java.io.tmpdir``, ``hadoop.tmp.dir``)."""
+    return root / "tmp"
+
+
 def java_command(
     layout: Layout,
     java_home: Path,
@@ -279,7 +284,9 @@ def java_command(
     """The command line of daemon ``name`` (one of :data:`DAEMONS`), with extra ``args``.
 
     ``-Dtfyarn.sandbox=<root>`` marks the process as this sandbox's, which is
-    how a stop finds it again. ``conf`` replaces the daemon's configuration
+    how a stop finds it again. The JVM's temporary files (Jetty's web app folders, the
+    native LevelDB library) go to ``<root>/tmp`` and it keeps no ``hsperfdata`` file, so a
+    daemon leaves nothing in the machine's ``/tmp``. ``conf`` replaces the daemon's configuration
     folder, ``jvm_opts`` add JVM settings and ``classpath`` folders go first on the
     class path (all three for the sandbox's shapes).
     """
@@ -297,6 +304,8 @@ def java_command(
         f"-Dhadoop.log.dir={log_dir(layout.root)}",
         f"-Dyarn.log.dir={log_dir(layout.root)}",
         f"-Dhadoop.home.dir={layout.root}",
+        f"-Djava.io.tmpdir={tmp_dir(layout.root)}",
+        "-XX:-UsePerfData",
         f"-Dhadoop.id.str={layout.user}",
         f"-Dlog4j.configuration=file:{conf}/log4j.properties",
         f"-Dtfyarn.sandbox={layout.root}",

@@ -173,6 +173,7 @@ class Sandbox:
     # -- start -----------------------------------------------------------------
     def _spawn(self, layout: Layout, java_home: Path, name: str) -> subprocess.Popen:
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        sandbox_conf.tmp_dir(layout.root).mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, JAVA_HOME=str(java_home), HADOOP_CONF_DIR=str(layout.conf_dir))
         env.pop("HADOOP_USER_NAME", None)
         env.pop("KRB5CCNAME", None)

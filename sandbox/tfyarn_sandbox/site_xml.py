@@ -171,6 +171,8 @@ def yarn_site(layout: Layout) -> dict[str, str]:
         "yarn.node-labels.enabled": "true",
         "yarn.node-labels.configuration-type": "distributed",
         "yarn.node-labels.fs-store.root-dir": f"file://{layout.root / 'node-labels'}",
+        # its default is /tmp/hadoop-yarn-<user>, which would outlive the sandbox
+        "yarn.node-attribute.fs-store.root-dir": f"file://{layout.root / 'node-attributes'}",
         "yarn.log-aggregation-enable": "true",
         "yarn.log-aggregation.retain-seconds": str(7 * 24 * 3600),
         "yarn.nodemanager.remote-app-log-dir": "/tmp/logs",

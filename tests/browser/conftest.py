@@ -144,6 +144,9 @@ def lab(sandbox: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]
     # The sandbox fixture exported the cluster's client environment into os.environ.
     env = dict(os.environ)
     env["JUPYTER_RUNTIME_DIR"] = str(base / "runtime")
+    # the kernels' temporary files (the notebooks' mkdtemp model dirs) stay in pytest's folder
+    (base / "tmp").mkdir()
+    env["TMPDIR"] = str(base / "tmp")
     with log.open("wb") as out:
         proc = subprocess.Popen(
             cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True

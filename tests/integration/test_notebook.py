@@ -65,6 +65,14 @@ def stream(outputs: list[dict[str, Any]], name: str) -> str:
     )
 
 
+def kernel_env(folder: Path) -> dict[str, str]:
+    """The kernel's environment: the test's, with temporary files (the notebooks'
+    ``tempfile.mkdtemp`` model dirs) under ``folder`` so none is left in ``/tmp``."""
+    tmp = folder / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp)}
+
+
 def execute(nb: Any, folder: Path, allow_errors: bool = False) -> float:
     """Run ``nb`` in ``folder`` with the venv's python3 kernel; the wall time.
 
@@ -78,7 +86,7 @@ def execute(nb: Any, folder: Path, allow_errors: bool = False) -> float:
         kernel_name="python3",
         allow_errors=allow_errors,
         resources={"metadata": {"path": str(folder)}},
-    ).execute()
+    ).execute(env=kernel_env(folder))
     return time.monotonic() - t0
 
 
@@ -111,7 +119,7 @@ class Kernel:
 
     def __init__(self, cwd: Path) -> None:
         self.manager = KernelManager(kernel_name="python3")
-        self.manager.start_kernel(cwd=str(cwd))
+        self.manager.start_kernel(cwd=str(cwd), env=kernel_env(cwd))
         self.client = self.manager.client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=120)
