@@ -5,7 +5,9 @@ fixtures and the benchmarks share, with no dependency on pytest.
 default folder) up, or reuses it when it is already healthy, and exports its client
 environment into ``os.environ`` while it is held. A sandbox it started itself is
 stopped at the end unless ``TFYARN_KEEP_SANDBOX`` is set; one that was already
-running is left running. :class:`AppTracker` remembers the applications a test
+running is left running. :func:`skein_driver` is a skein client on a sandbox (the
+session's, or a suite's own shaped one), its driver's log in the sandbox's log folder,
+closed at the end. :class:`AppTracker` remembers the applications a test
 submits and kills those still running at its end.
 """
 
@@ -67,6 +69,19 @@ def discard_cluster_data(box: Sandbox) -> None:
     shutil.rmtree(box.root / "hdfs", ignore_errors=True)
     for local in (box.root / "nm").glob("*/local"):
         shutil.rmtree(local, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def skein_driver(box: Sandbox, name: str) -> Iterator[Any]:
+    """A skein client (and its Java driver) on ``box``, whose environment is exported;
+    the driver logs to ``<log dir>/skein-driver-<name>.log`` and is closed at the end."""
+    import skein  # the [pytest] extra: the plugin's and the suites' clients
+
+    client = skein.Client(log=str(box.log_dir / f"skein-driver-{name}.log"))
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 @contextlib.contextmanager

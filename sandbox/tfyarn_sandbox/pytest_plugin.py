@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, session_sandbox
+from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, session_sandbox, skein_driver
 from tfyarn_sandbox.sandbox import Sandbox
 
 
@@ -27,13 +27,8 @@ def sandbox() -> Iterator[Sandbox]:
 @pytest.fixture(scope="session")
 def skein_client(sandbox: Sandbox) -> Iterator[Any]:
     """One skein client (and its Java driver) for the whole session."""
-    import skein
-
-    client = skein.Client(log=str(sandbox.log_dir / "skein-driver-tests.log"))
-    try:
+    with skein_driver(sandbox, "tests") as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

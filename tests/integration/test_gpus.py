@@ -21,7 +21,13 @@ import pytest
 import requests
 import skein
 from nbformat.v4 import new_code_cell
-from tfyarn_sandbox.fixtures import AppTracker, exported, killing_leftovers, shaped_sandbox
+from tfyarn_sandbox.fixtures import (
+    AppTracker,
+    exported,
+    killing_leftovers,
+    shaped_sandbox,
+    skein_driver,
+)
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_sandbox.site_xml import GPU_LABEL, GPU_RESOURCE
@@ -53,11 +59,8 @@ def gpu_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module")
 def gpu_client(gpu_box: Sandbox) -> Iterator[skein.Client]:
-    client = skein.Client(log=str(gpu_box.log_dir / "skein-driver-gpus.log"))
-    try:
+    with skein_driver(gpu_box, "gpus") as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 import skein
-from tfyarn_sandbox.fixtures import shaped_sandbox
+from tfyarn_sandbox.fixtures import shaped_sandbox, skein_driver
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 
@@ -97,11 +97,8 @@ def preemption_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox
 
 @pytest.fixture(scope="module")
 def box_client(preemption_box: Sandbox) -> Iterator[skein.Client]:
-    client = skein.Client(log=str(preemption_box.log_dir / "skein-driver-recovery.log"))
-    try:
+    with skein_driver(preemption_box, "recovery") as client:
         yield client
-    finally:
-        client.close()
 
 
 def high_guarantee() -> skein.ApplicationSpec:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 import skein
-from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, shaped_sandbox
+from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, shaped_sandbox, skein_driver
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_sandbox.site_xml import NM_VCORES
@@ -42,11 +42,8 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module")
 def client(box: Sandbox) -> Iterator[skein.Client]:
-    skein_client = skein.Client(log=str(box.log_dir / "skein-driver-restart.log"))
-    try:
+    with skein_driver(box, "restart") as skein_client:
         yield skein_client
-    finally:
-        skein_client.close()
 
 
 @pytest.fixture
