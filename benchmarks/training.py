@@ -11,11 +11,20 @@ core here), a checkpoint at every epoch's end, trained by ``fit``:
 Each side's figure is its own ``fit`` time (the chief's ``train_start`` to ``train_stop``
 events), so container start and imports are left out; the chief also reports the seconds
 its saves kept training waiting (writing the checkpoint, and any push it waited for).
+
+Where the seconds go, per cause, on each side: a :func:`step_clock` callback in the model's
+own ``fit`` times the first step (TensorFlow traces the train function there), the other
+steps, and the time between steps (every other callback: the checkpoint saves, and on YARN
+the task's progress reports; the epoch ends), and writes them beside the checkpoints
+(``step-clock.json``, through ``tf.io.gfile``: on YARN an ``hdfs://`` path). What is left of
+``fit`` is its set-up and tear-down. The input pipeline is timed alone, locally: the same
+generated dataset pulled for as many batches as a fit takes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -34,8 +43,49 @@ SECTION = "training speed: wide MLP, a checkpoint each epoch"
 CHIEF = TaskSpec("2G", 1)
 
 
+CLOCK_FILE = "step-clock.json"
+
+
+def step_clock(report_to: str) -> Any:
+    """A Keras callback that splits ``fit``'s time: the first step, the other steps, the time
+    between steps; written as JSON to ``report_to`` at the end of training."""
+    import tensorflow as tf
+
+    class StepClock(tf.keras.callbacks.Callback):
+        def on_train_begin(self, logs: Any = None) -> None:
+            self.steps, self.first, self.between, self.n = 0.0, 0.0, 0.0, 0
+            self.last: float | None = None
+            self.t0 = time.perf_counter()
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            now = time.perf_counter()
+            if self.last is not None:
+                self.between += now - self.last
+            self.t0 = now
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            now = time.perf_counter()
+            if self.n == 0:
+                self.first = now - self.t0
+            else:
+                self.steps += now - self.t0
+            self.n += 1
+            self.last = now
+
+        def on_train_end(self, logs: Any = None) -> None:
+            if self.last is not None:  # the last epoch's end (its save) came after its last step
+                self.between += time.perf_counter() - self.last
+            figures = {"first_step_s": self.first, "steps_s": self.steps,
+                       "between_steps_s": self.between, "steps": self.n}  # fmt: skip
+            with tf.io.gfile.GFile(report_to, "w") as f:
+                f.write(json.dumps(figures))
+
+    return StepClock()
+
+
 def wide_mlp_experiment(model_dir: str, epochs: int, steps: int) -> KerasExperiment:
-    """The benchmark's model on generated data (built inside the task's strategy scope)."""
+    """The benchmark's model on generated data (built inside the task's strategy scope), with
+    a :func:`step_clock` writing to ``<model_dir>/step-clock.json``."""
     import numpy as np
     import tensorflow as tf
 
@@ -53,17 +103,28 @@ def wide_mlp_experiment(model_dir: str, epochs: int, steps: int) -> KerasExperim
     return KerasExperiment(
         model=model,
         model_dir=model_dir,
-        train_params={"epochs": epochs, "steps_per_epoch": steps, "verbose": 0},
+        train_params={
+            "epochs": epochs,
+            "steps_per_epoch": steps,
+            "verbose": 0,
+            "callbacks": [step_clock(f"{model_dir}/{CLOCK_FILE}")],
+        },
         input_data_fn=data,
     )
 
 
 LOCAL = """
-import json, shutil, sys, tempfile, time
+import json, os, shutil, sys, tempfile, time
 import tensorflow as tf
-from benchmarks.training import wide_mlp_experiment
+from benchmarks.training import CLOCK_FILE, wide_mlp_experiment
 epochs, steps = int(sys.argv[1]), int(sys.argv[2])
 exp = wide_mlp_experiment(tempfile.mkdtemp(), epochs, steps)
+batches = iter(exp.input_data_fn())
+next(batches)
+t0 = time.perf_counter()
+for _ in range(epochs * steps):
+    next(batches)
+input_s = time.perf_counter() - t0
 ckpt = tf.train.Checkpoint(model=exp.model, optimizer=exp.model.optimizer)
 manager = tf.train.CheckpointManager(ckpt, exp.model_dir, max_to_keep=3)
 saves = []
@@ -71,14 +132,21 @@ class Save(tf.keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         t0 = time.monotonic(); manager.save(); saves.append(time.monotonic() - t0)
 t0 = time.monotonic()
-exp.model.fit(exp.input_data_fn(), callbacks=[Save()], **exp.train_params)
-print(json.dumps({"fit_s": time.monotonic() - t0, "save_s": sum(saves)}))
+params = dict(exp.train_params)
+params["callbacks"] = [*params["callbacks"], Save()]  # after the clock, as on YARN
+exp.model.fit(exp.input_data_fn(), **params)
+fit_s = time.monotonic() - t0
+with open(os.path.join(exp.model_dir, CLOCK_FILE)) as f:
+    clock = json.load(f)
+print(json.dumps({"fit_s": fit_s, "save_s": sum(saves), "input_s": input_s, **clock}))
 shutil.rmtree(exp.model_dir, ignore_errors=True)
 """
 
 
 def local_fit(epochs: int, steps: int) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", LOCAL, str(epochs), str(steps)],
+    """The local side's figures, in a fresh process run from the project's root."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", LOCAL, str(epochs), str(steps)], cwd=root,
                          capture_output=True, text=True, timeout=900, check=True)  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -96,14 +164,16 @@ def yarn_fit(bench: Bench, epochs: int, steps: int, synchronous: bool) -> dict[s
         result = runs.run_on_yarn(experiment_fn, {"chief": CHIEF}, env=env, name=name)
         record = read_event_log(result.app_id) or {}
         stop = record.get("events", {}).get("tasks", {}).get("chief:0", {}).get("train_stop", {})
+        clock = json.loads(filesystem.read_bytes(f"{model_dir}/{CLOCK_FILE}"))
         return {"fit_s": result.training_time_s_per_task["chief:0"],
-                "save_s": float(stop.get("save_s", 0.0))}  # fmt: skip
+                "save_s": float(stop.get("save_s", 0.0)), **clock}  # fmt: skip
     finally:
         bench.hdfs_delete(filesystem.strip_scheme(model_dir))
 
 
 def training(bench: Bench) -> None:
-    """Steps/s on YARN / local, and the seconds saves kept training waiting, per side."""
+    """Steps/s on YARN / local, the seconds saves kept training waiting, and where each
+    side's ``fit`` time went (:func:`accounting`)."""
     import cloudpickle
 
     from . import training as module  # the experiment travels by value: no `benchmarks` there
@@ -121,10 +191,12 @@ def training(bench: Bench) -> None:
             "YARN fit, each push waited for (before)": synchronous["fit_s"],
             "steps/s on YARN / local, pushes beside training": local["fit_s"] / background["fit_s"],
             "steps/s on YARN / local, each push waited for": local["fit_s"] / synchronous["fit_s"],
-            "saves, local": local["save_s"],
-            "saves, YARN, pushes beside training": background["save_s"],
-            "saves, YARN, each push waited for": synchronous["save_s"],
         }
+        sides = {"local": local, "YARN, pushes beside training": background,
+                 "YARN, each push waited for": synchronous}  # fmt: skip
+        for side, measured in sides.items():
+            figures.update({f"{cause}, {side}": s for cause, s in accounting(measured).items()})
+        figures["input pipeline alone (local, the same batches)"] = local["input_s"]
         for name, value in figures.items():
             got.setdefault(name, []).append(value)
         bench.log(
@@ -134,3 +206,19 @@ def training(bench: Bench) -> None:
     for name, values in got.items():
         bench.row(SECTION, name, "ratio" if "/" in name else "s", values, note)
     bench.details["training"] = {"epochs": epochs, "steps": steps, "time": time.time()}
+
+
+def accounting(side: dict[str, float]) -> dict[str, float]:
+    """A side's ``fit`` seconds by cause: the first step (tracing), the other steps, the saves,
+    the other callbacks and epoch ends (between steps, less the saves), and the rest of the
+    side's training time (``fit``'s set-up and tear-down; on YARN also what the task does
+    between its ``train_start`` and ``fit``)."""
+    between = side["between_steps_s"]
+    rest = side["fit_s"] - side["first_step_s"] - side["steps_s"] - between
+    return {
+        "first step (tracing)": side["first_step_s"],
+        "steps after the first": side["steps_s"],
+        "saves": side["save_s"],
+        "other callbacks and epoch ends": max(between - side["save_s"], 0.0),
+        "set-up and tear-down around the steps": rest,
+    }
