@@ -22,7 +22,9 @@ status, or the diagnostics skein passes on), the task's type and the program's s
 The tasks apply the table inside the application (``container.regroup``: skein's
 ``max_restarts`` starts the replacements); :func:`decide_attempt` is the client's reading
 of an attempt that ended, for its run-level retries, with what the application already
-restarted itself taken from the same bound.
+restarted itself taken from the same bound. A new application after a lost container waits
+first (:func:`loss_backoff_s`: the cluster took it back, and asking again at once meets the
+same full queue); one after the task's own failure is submitted at once, as tf-yarn does.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
 DEFAULT_PREEMPTIONS = 10
 #: Where a user sets that bound (``env=``); the tasks read it too (``container.regroup``).
 PREEMPTIONS_VAR = "TFYARN_PREEMPTIONS"
+#: The wait before a new application after the first lost container, doubled for each
+#: further one, up to the cap: a queue that preempts is full, and stays full for a while.
+LOSS_BACKOFF_S, LOSS_BACKOFF_CAP_S = 5.0, 120.0
 #: Tasks outside the TensorFlow cluster: nothing waits on them.
 INDEPENDENT = ("evaluator", "tensorboard")
 #: Everything of the TensorFlow cluster (restarted together where the strategy needs it).
@@ -151,3 +156,17 @@ def decide_attempt(
         )
         return Decision((), "", left, why, True)
     return decide(task, cause, strategy, topology, left)
+
+
+def loss_backoff_s(losses_before: int) -> float:
+    """Seconds to wait before the new application that replaces one ended by a lost container,
+    when the run's previous attempts already ended that way ``losses_before`` times."""
+    return min(LOSS_BACKOFF_S * 2 ** max(losses_before, 0), LOSS_BACKOFF_CAP_S)
+
+
+def backoff_after(restarts: Sequence[Mapping[str, Any]]) -> float:
+    """The wait before the new attempt that the last of a run's restart records decided:
+    none after a task's own failure, :func:`loss_backoff_s` after a lost container."""
+    if not restarts or restarts[-1].get("spent") != "preemptions":
+        return 0.0
+    return loss_backoff_s(sum(1 for r in restarts[:-1] if r.get("spent") == "preemptions"))

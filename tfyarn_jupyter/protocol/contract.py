@@ -268,6 +268,16 @@ def strategy_for(kind: str, topology: Mapping[str, int]) -> str:
     return DEFAULT if chief + workers == 1 else MULTI_WORKER_MIRRORED
 
 
+def known_strategy(kind: str, topology: Mapping[str, int]) -> str:
+    """:func:`strategy_for`, or the default strategy where the program is unknown (a run
+    attached from elsewhere) or cannot train (it never started): what a lost task's
+    restart involves, as far as the client knows."""
+    try:
+        return DEFAULT if kind == UNKNOWN else strategy_for(kind, topology)
+    except StrategyError:
+        return DEFAULT
+
+
 #: The Keras a task builds models with (``tf.keras``): measured in /work/notes/keras_strategies.md.
 KERAS_2 = "tf.keras 2"  # TensorFlow 2.15 and earlier
 KERAS_3 = "Keras 3"  # TensorFlow 2.16 and later, by default

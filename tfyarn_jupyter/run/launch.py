@@ -108,6 +108,8 @@ class Run:
         self.tracker: mlflow_tracking.Tracker | None = None
         #: Tasks whose memory was logged as critical (once per task).
         self._memory_warned: set[str] = set()
+        #: When a new attempt decided on after a lost container is due (``time.monotonic``).
+        self._resubmit_at: float | None = None
         _live_runs.add(self)
         if heartbeat and not detached:
             self._start_heartbeat()
@@ -179,7 +181,7 @@ class Run:
         with no retry left would read as the run's end (and stop the heartbeat thread)."""
         with self._lock:
             last = self._source.last
-            if not self._source.ended:
+            if not self._source.ended or self._resubmit_at is not None:
                 return False
             if self._final or (last is not None and last.succeeded):
                 return True
@@ -203,7 +205,11 @@ class Run:
             if st.ended and st.app.app_id not in self._persisted:
                 self._persisted.add(st.app.app_id)
                 self._persist(st)
-            if st.ended and not st.succeeded and not self._final and self._decide_retry(st):
+            if st.ended and not st.succeeded and not self._final and self._resubmit_at is None:
+                self._decide_retry(st)
+            due = self._resubmit_at
+            if due is not None and not self._final and time.monotonic() >= due:
+                self._resubmit_at = None
                 self._retry()
                 st = self.status()
             if self.tracker is not None:
@@ -234,35 +240,29 @@ class Run:
         task = lost.task if lost else "the application"
         cause = recovery.cause_of(lost.exit_message if lost else st.app.diagnostics)
         topology = {t: s.instances for t, s in self.task_specs.items()}
+        kind = self._prepared.contract.program if self._prepared else contract.UNKNOWN
         inside = recovery.losses_restarted(self._source.events.restarts)
         decision = recovery.decide_attempt(
-            task, cause, self._strategy(topology), topology, self.budget, inside
+            task, cause, contract.known_strategy(kind, topology), topology, self.budget, inside
         )
         return task, cause, decision
 
-    def _decide_retry(self, st: RunStatus) -> bool:
-        """Spend from the budget and record the restart, or give up: whether to try again."""
+    def _decide_retry(self, st: RunStatus) -> None:
+        """Give up, or spend from the budget, record the restart and set when the new attempt
+        is due: at once, or after a backoff when the cluster took a container back."""
         task, cause, decision = self._decision(st)
         if decision.give_up:
             self._final = True
             logger.info("%s %s: not tried again", self.app_id, decision.why)
-            return False
+            return
         self.budget = decision.left
         record = {"attempt": self.attempt + 1, "task": task, "cause": cause.value,
                   "spent": decision.spends, "why": decision.why, "t": time.time()}  # fmt: skip
         self.restarts.append(record)
-        logger.info("%s %s (a new attempt: %s left)", self.app_id, decision.why, decision.left)
-        return True
-
-    def _strategy(self, topology: Mapping[str, int]) -> str:
-        """How the run trains (what a lost task's restart involves), as far as the client knows."""
-        kind = self._prepared.contract.program if self._prepared else contract.UNKNOWN
-        if kind == contract.UNKNOWN:
-            return contract.DEFAULT
-        try:
-            return contract.strategy_for(kind, topology)
-        except contract.StrategyError:
-            return contract.DEFAULT
+        wait = recovery.backoff_after(self.restarts)
+        self._resubmit_at = time.monotonic() + wait
+        logger.info("%s %s (a new attempt in %.0f s: %s left)", self.app_id, decision.why,
+                    wait, decision.left)  # fmt: skip
 
     def _retry(self) -> None:
         assert self._prepared is not None
@@ -296,6 +296,7 @@ class Run:
     def cancel(self) -> None:
         """Kill the application (checkpoints already written stay in ``model_dir``)."""
         self._final = True
+        self._resubmit_at = None
         self._heartbeat_stop.set()
         if self._source.ended:
             return

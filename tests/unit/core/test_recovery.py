@@ -9,12 +9,15 @@ import pytest
 
 from tfyarn_jupyter.core.recovery import (
     DEFAULT_PREEMPTIONS,
+    LOSS_BACKOFF_CAP_S,
     PREEMPTIONS_VAR,
     Budget,
     Cause,
+    backoff_after,
     cause_of,
     decide,
     decide_attempt,
+    loss_backoff_s,
     losses_restarted,
     preemptions_bound,
     restart_set,
@@ -165,3 +168,18 @@ def test_restarts_made_inside_the_application_come_out_of_the_runs_bound():
     # a task that raised after restarts inside, within the bound, spends a retry as before
     failed = decide_attempt("chief:0", Cause.FAILED, mwm, topology, budget, 1)
     assert failed.spends == "retries" and failed.left == Budget(retries=0, preemptions=2)
+
+
+def test_loss_backoff_doubles_from_its_base_up_to_its_cap():
+    waits = [loss_backoff_s(n) for n in range(-1, 8)]
+    assert waits[:4] == [5.0, 5.0, 10.0, 20.0]
+    assert waits[-1] == LOSS_BACKOFF_CAP_S == max(waits)
+    assert waits == sorted(waits)
+
+
+def test_backoff_after_a_lost_container_grows_with_the_losses_before_and_a_failure_waits_none():
+    lost, failed = {"spent": "preemptions"}, {"spent": "retries"}
+    assert backoff_after([]) == 0.0
+    assert backoff_after([lost, failed]) == 0.0
+    assert backoff_after([lost]) == loss_backoff_s(0)
+    assert backoff_after([lost, failed, lost]) == loss_backoff_s(1) > loss_backoff_s(0)

@@ -27,6 +27,7 @@ from tfyarn_jupyter.protocol.contract import (
     TaskContract,
     check_keras,
     keras_flavour,
+    known_strategy,
     strategy_for,
 )
 
@@ -143,6 +144,13 @@ def test_the_strategy_for_each_topology_and_kind(topology, kind, expected):
 def test_a_kind_outside_the_table_is_refused():
     with pytest.raises(ValueError, match="kind must be"):
         strategy_for("unknown", {"chief": 1})
+
+
+def test_the_client_knows_the_strategy_of_a_known_program_else_takes_the_default():
+    assert known_strategy(KERAS, {"chief": 1, "worker": 2}) == MULTI_WORKER_MIRRORED
+    assert known_strategy(ESTIMATOR, {"chief": 1, "worker": 1, "ps": 1}) == ESTIMATOR
+    assert known_strategy("unknown", {"chief": 1, "worker": 2}) == DEFAULT  # attached
+    assert known_strategy(KERAS, {"ps": 1}) == DEFAULT  # cannot train: it never started
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,11 @@ only come from the local checks.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
+import types
 
 import pytest
 import skein
@@ -383,6 +385,7 @@ def preempted_status(app_id: str) -> RunStatus:
 
 def test_a_preempted_attempt_is_tried_again_without_spending_nb_retries(retry_run, monkeypatch):
     handle, submitted, _written = retry_run
+    monkeypatch.setattr(recovery, "LOSS_BACKOFF_S", 0.0)  # the wait: the test below
     handle.budget = recovery.Budget(retries=0, preemptions=2)
 
     def poll(self):
@@ -406,6 +409,7 @@ def test_a_runs_bound_on_lost_containers_comes_from_its_env_and_counts_restarts_
     retry_run, monkeypatch
 ):
     handle, submitted, _written = retry_run
+    monkeypatch.setattr(recovery, "LOSS_BACKOFF_S", 0.0)
     bounded = launch.Run(object(), "application_1_0009", {"chief": TaskSpec(128, 1)},
                          env={recovery.PREEMPTIONS_VAR: "2"}, heartbeat=False)  # fmt: skip
     assert bounded.budget == recovery.Budget(retries=0, preemptions=2)
@@ -426,6 +430,58 @@ def test_a_runs_bound_on_lost_containers_comes_from_its_env_and_counts_restarts_
     handle.advance()
     assert len(submitted) == 1 and handle.ended
     assert handle.budget == recovery.Budget(retries=0, preemptions=0)
+
+
+def preempted_every_time(monkeypatch) -> list[float]:
+    """Every attempt's chief preempted; the driver's clock (``now[0]``), moved by hand."""
+    now = [1000.0]
+
+    def poll(self):
+        self.last = preempted_status(self.app_id)
+        return self.last
+
+    monkeypatch.setattr(EndedSource, "poll", poll)
+    clock = types.SimpleNamespace(monotonic=lambda: now[0], time=time.time, sleep=time.sleep)
+    monkeypatch.setattr(launch, "time", clock)
+    return now
+
+
+def test_a_new_attempt_after_a_lost_container_waits_its_backoff_then_is_submitted(
+    retry_run, monkeypatch, caplog
+):
+    handle, submitted, _written = retry_run
+    handle.budget = recovery.Budget(retries=0, preemptions=3)
+    now = preempted_every_time(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="tfyarn_jupyter"):
+        handle.advance()
+    assert submitted == [] and handle.budget.preemptions == 2  # decided, and waiting
+    assert "a new attempt in 5 s" in caplog.text
+    assert not handle.ended, "a run waiting for its next attempt is not over"
+    now[0] += recovery.LOSS_BACKOFF_S - 0.5
+    handle.advance()
+    handle.advance()
+    assert submitted == [] and handle.budget.preemptions == 2, "nothing spent twice"
+    now[0] += 1.0
+    handle.advance()
+    assert len(submitted) == 1 and handle.attempts[-1] == "application_1_0002"
+    handle.advance()  # the second attempt lost its container too: twice as long a wait
+    now[0] += 2 * recovery.LOSS_BACKOFF_S - 0.5
+    handle.advance()
+    assert len(submitted) == 1
+    now[0] += 1.0
+    handle.advance()
+    assert len(submitted) == 2
+
+
+def test_a_run_cancelled_while_its_next_attempt_waits_submits_nothing_more(retry_run, monkeypatch):
+    handle, submitted, _written = retry_run
+    handle.budget = recovery.Budget(retries=0, preemptions=3)
+    now = preempted_every_time(monkeypatch)
+    handle.advance()
+    handle.cancel()
+    now[0] += recovery.LOSS_BACKOFF_CAP_S
+    handle.advance()
+    assert submitted == [] and handle.ended
 
 
 def test_a_task_that_raises_spends_a_retry_and_none_left_ends_the_run(retry_run):
