@@ -15,6 +15,7 @@ from tfyarn_sandbox.fixtures import session_sandbox
 import benchmarks
 
 from .bare import bare_skein, sandbox_start
+from .compression import compression
 from .core import Bench, Config, config
 from .current_tf import current_tf
 from .gpus import gpus
@@ -81,6 +82,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("bare", bare_skein, True),
         ("watching", watching, True),
         ("packing", packing, True),
+        ("compression", compression, True),
         ("hdfs", hdfs_clients, True),
         ("tf_hdfs", tf_hdfs, True),
         ("sandbox", sandbox_start, cfg.sandbox_start),

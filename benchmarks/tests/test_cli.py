@@ -42,6 +42,7 @@ def test_sections_run_in_order_and_smoke_skips_the_sandbox_start_baselines_and_k
         "bare",
         "watching",
         "packing",
+        "compression",
         "hdfs",
         "tf_hdfs",
         "sandbox",
