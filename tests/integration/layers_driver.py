@@ -18,7 +18,8 @@ def main(args: dict) -> dict:
     from tfyarn_jupyter import TaskSpec, submit
 
     small = TaskSpec("1G", 1)
-    options = {k: args[k] for k in ("shared_layer_cache", "ship_interpreter") if k in args}
+    given = ("shared_layer_cache", "ship_interpreter", "layer_codec", "env")
+    options = {k: args[k] for k in given if k in args}
     if args["kind"] == "quickstart":
         sys.path.insert(0, args["notebooks"])
         import cancer

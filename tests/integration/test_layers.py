@@ -151,6 +151,40 @@ def test_one_package_changed_moves_only_its_layer(
     assert json.loads(out_file.read_text())["module"].startswith("ImportError")
 
 
+def test_zstd_layers_ship_a_third_of_the_bytes_and_a_node_without_a_cache_unpacks_them(
+    nwp_box: Sandbox, tmp_path: Path
+) -> None:
+    """A cold launch of compressed layers (``layer_codec="zstd"``): every layer, the shipped
+    interpreter's too, uploaded as ``.tar.zst`` and unpacked by a node whose layer cache is
+    new (``TFYARN_ENV_CACHE``), with the client's zstd that travels with them."""
+    cache = tmp_path / "node-cache"
+    args = {"kind": "import", "module": "numpy", "out": str(tmp_path / "probe.json"),
+            "layer_codec": "zstd", "env": {"TFYARN_ENV_CACHE": str(cache)}}  # fmt: skip
+    admin = {**os.environ, **nwp_box.env()}
+    out: dict = {}
+    try:
+        out = launch(nwp_box, Path(sys.executable), tmp_path, **args)
+        assert out["status"] == "SUCCEEDED", out["status"]
+        names = list(out["uris"])
+        assert names and all(n.endswith(".tar.zst") for n in names if n != "tfyarn-zstd"), names
+        assert any(n.startswith("I-") for n in names), "the interpreter is compressed too"
+        plain = sum(out["sizes"].values())
+        uploaded = out["bytes_uploaded"]
+        print(f"zstd layers: {uploaded / 1e6:.0f} MB uploaded for {plain / 1e6:.0f} MB of "
+              f"files ({uploaded / plain:.2f}); phases {out['phases']}")  # fmt: skip
+        assert set(out["uploaded"]) == set(names), "cold: every compressed layer uploaded"
+        assert 0 < uploaded < 0.5 * plain, (uploaded, plain)
+        unpacked = sorted(p.parent.name for p in cache.glob("layers/*/.tfyarn-unpacked"))
+        assert unpacked == sorted(n.removesuffix(".tar.zst") for n in names), unpacked
+        probe = json.loads((tmp_path / "probe.json").read_text())
+        assert probe["module"].endswith("/env/lib/python3.11/site-packages/numpy/__init__.py")
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)  # the environment unpacked: 2 GB
+        for uri in out.get("uris", {}).values():  # the compressed layers: 0.6 GB of HDFS
+            subprocess.run(["hdfs", "dfs", "-rm", "-f", "-skipTrash", uri], env=admin,
+                           capture_output=True)  # fmt: skip
+
+
 def test_two_users_share_the_public_layers(nwp_box: Sandbox, tmp_path: Path) -> None:
     shared = f"/shared/{unique('layers')}"
     admin = {**os.environ, **nwp_box.env()}

@@ -197,6 +197,10 @@ def _check_int(name: str, value: Any) -> int:
     return value
 
 
+#: What ``layer_codec`` may be: plain tars, or zstd-compressed ones.
+LAYER_CODECS = (None, "zstd")
+
+
 @dataclasses.dataclass(frozen=True)
 class LaunchOptions:
     """Everything a launch takes besides the function and the task specs.
@@ -249,6 +253,10 @@ class LaunchOptions:
     exclude_packages: Sequence[str] | None = None
     #: A world-readable HDFS folder an administrator named, for layers shared (PUBLIC).
     shared_layer_cache: str | None = None
+    #: "zstd": layers ship compressed (fewer bytes to upload and localise, more CPU on
+    #: each side: it pays on networks slower than about 2 Gbit/s, docs/performance.md);
+    #: None: plain tars.
+    layer_codec: str | None = None
     #: ``files`` whose source is on HDFS: YARN localises each into the containers' folders.
     remote_files: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
@@ -292,6 +300,10 @@ class LaunchOptions:
             isinstance(cache, str) and cache.startswith(("/", "hdfs://"))
         ):
             raise SpecError(f"shared_layer_cache must be an absolute HDFS folder, got {cache!r}")
+        if self.layer_codec not in LAYER_CODECS:
+            raise SpecError(
+                f"layer_codec must be None (plain tars) or 'zstd', got {self.layer_codec!r}"
+            )
 
     def _check_login(self) -> None:
         if self.principal is not None and (

@@ -93,6 +93,9 @@ def _args_decorators(func: Any) -> Any:
         argument("--shared-layer-cache", default=None, metavar="HDFS_DIR",
                  help="the cluster's world-readable folder for layers shared "
                       "between users"),
+        argument("--layer-codec", choices=["zstd"], default=None,
+                 help="compress the layers (zstd): fewer bytes to upload and localise, "
+                      "more CPU; pays on networks slower than about 2 Gbit/s"),
         argument("--mlflow", action="store_true",
                  help="log the run to MLflow (on by itself when MLFLOW_TRACKING_URI is set)"),
         argument("--wait", action="store_true",
@@ -172,11 +175,13 @@ def _layer_options(args: Any) -> dict[str, Any]:
         out["exclude_packages"] = tuple(args.exclude_package)
     if args.shared_layer_cache is not None:
         out["shared_layer_cache"] = args.shared_layer_cache
+    if args.layer_codec is not None:
+        out["layer_codec"] = args.layer_codec
     layered = out.get("layers", LaunchOptions.layers)
     if not layered and len(out) > ("layers" in out):
         raise UsageError(
-            "%%tfyarn --exclude-package and --shared-layer-cache shape a layered environment: "
-            "drop --no-layers"
+            "%%tfyarn --exclude-package, --shared-layer-cache and --layer-codec shape a layered "
+            "environment: drop --no-layers"
         )
     return out
 

@@ -36,6 +36,7 @@ def full(tmp_path) -> LaunchOptions:
         ship_interpreter=False,
         exclude_packages=["mypy"],
         shared_layer_cache="/apps/tfyarn/layers",
+        layer_codec="zstd",
     )
 
 
@@ -262,3 +263,9 @@ def test_an_hdfs_file_still_needs_a_plain_name_in_the_containers_folder():
         LaunchOptions(files={"data/d.csv": "hdfs:///user/me/d.csv"})
     with pytest.raises(SpecError, match="not a plain name"):
         LaunchOptions(files={"env": "hdfs:///user/me/env.tar"})
+
+
+@pytest.mark.parametrize("codec", ["gzip", "ZSTD", 1, ""])
+def test_a_layer_codec_other_than_zstd_is_refused_naming_what_it_may_be(codec):
+    with pytest.raises(SpecError, match=r"layer_codec must be None \(plain tars\) or 'zstd'"):
+        LaunchOptions(layer_codec=codec)

@@ -336,11 +336,17 @@ def test_layers_flags_set_the_layered_environment_options():
     assert parse_launch("--no-layers").options.layers is False
     assert parse_launch("").options.layers is True  # layers are the default
     assert parse_launch("--exclude-package mypy").options.exclude_packages == ("mypy",)
+    assert parse_launch("--layer-codec zstd").options.layer_codec == "zstd"
+    assert parse_launch("").options.layer_codec is None  # plain tars are the default
 
 
 @pytest.mark.parametrize(
     "line",
-    ["--no-layers --exclude-package mypy", "--no-layers --shared-layer-cache /shared/layers"],
+    [
+        "--no-layers --exclude-package mypy",
+        "--no-layers --shared-layer-cache /shared/layers",
+        "--no-layers --layer-codec zstd",
+    ],
 )
 def test_layer_shaping_flags_with_no_layers_are_usage_errors(line):
     with pytest.raises(UsageError, match="drop --no-layers"):
@@ -352,9 +358,15 @@ def test_a_relative_shared_layer_cache_is_a_usage_error():
         parse_launch("--layers --shared-layer-cache shared/layers")
 
 
+def test_a_layer_codec_other_than_zstd_is_a_usage_error_naming_the_choices():
+    with pytest.raises(UsageError, match=r"invalid choice: 'gzip'.*zstd"):
+        parse_launch("--layer-codec gzip")
+
+
 def test_the_help_lists_every_flag_of_the_launch_line():
     text = launch_help()
     flags = ["--chief", "--worker", "--evaluator", "--gpu", "--queue", "--pip", "--layers",
-             "--no-layers", "--exclude-package", "--shared-layer-cache", "--mlflow"]  # fmt: skip
+             "--no-layers", "--exclude-package", "--shared-layer-cache", "--layer-codec",
+             "--mlflow"]  # fmt: skip
     for flag in flags:
         assert flag in text, flag

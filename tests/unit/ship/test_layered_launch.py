@@ -10,7 +10,7 @@ import pytest
 
 from tfyarn_jupyter.run import skein_app
 from tfyarn_jupyter.ship import layered_launch
-from tfyarn_jupyter.ship.layers import Plan
+from tfyarn_jupyter.ship.layers import Layer, LayerError, Plan
 
 CLIENT_BASE = "/opt/client-python"
 
@@ -198,3 +198,103 @@ def test_a_node_with_every_library_of_the_shipped_interpreter_is_not_warned(
                           text=True)  # fmt: skip
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
     assert (cache / "layers" / "I-py1" / ".tfyarn-missing-libraries").read_text() == ""
+
+
+# -- compressed layers (layer_codec="zstd") -------------------------------------------------------
+def zstd_of(tar: Path) -> Path:
+    out = tar.with_name(tar.name + ".zst")
+    subprocess.run(["zstd", "-q", "-1", str(tar), "-o", str(out)], check=True)
+    return out
+
+
+def path_without_zstd(tmp_path: Path) -> str:
+    """A PATH with every program of /usr/bin and /bin but zstd's: a node without zstd."""
+    bin_dir = tmp_path / "node-bin"
+    bin_dir.mkdir()
+    for folder in (Path("/usr/bin"), Path("/bin")):
+        for prog in folder.iterdir():
+            target = bin_dir / prog.name
+            if "zstd" not in prog.name and not target.exists():
+                target.symlink_to(prog)
+    return str(bin_dir)
+
+
+def test_compressed_layers_assemble_the_same_environment_with_the_shipped_zstd(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    script, cache = script_for(tmp_path), tmp_path / "cache"
+    zstd_of(layer_set / "L-aaa1.tar")
+    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    (container / layered_launch.ZSTD_FILE).symlink_to(layered_launch.zstd_binary())
+    code = f". {script}"
+    env = {"PATH": path_without_zstd(tmp_path), "TFYARN_ENV_KEY": "env1",
+           "TFYARN_ENV_CACHE": str(cache)}  # fmt: skip
+    proc = subprocess.run(["bash", "-c", code], cwd=container, env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    site = container / "env/lib/python3.11/site-packages/ns"
+    assert (site / "a/__init__.py").read_text() == "A = 1\n"
+    # the same layer folder as a plain tar's: a node that unpacked one reuses it for the other
+    assert (cache / "layers" / "L-aaa1" / ".tfyarn-unpacked").exists()
+    layers_used = (cache / "envs" / "env1" / ".tfyarn-layers").read_text().split()
+    assert sorted(layers_used) == ["L-aaa1", "L-base1"]
+
+
+def test_a_node_that_cannot_run_the_shipped_zstd_uses_its_own(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    script, cache = script_for(tmp_path), tmp_path / "cache"
+    zstd_of(layer_set / "L-aaa1.tar")
+    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    broken = container / layered_launch.ZSTD_FILE
+    broken.write_text("#!/bin/sh\nexit 127\n")  # as a binary for another libc would
+    broken.chmod(0o755)
+    run_in(container, script, "env1", cache)  # PATH=/usr/bin:/bin, where zstd is
+    assert (container / "env/lib/python3.11/site-packages/ns/a/__init__.py").exists()
+
+
+def test_a_node_with_no_zstd_to_run_fails_saying_what_to_install(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    script, cache = script_for(tmp_path), tmp_path / "cache"
+    zstd_of(layer_set / "L-aaa1.tar")
+    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    env = {"PATH": path_without_zstd(tmp_path), "TFYARN_ENV_KEY": "e",
+           "TFYARN_ENV_CACHE": str(cache)}  # fmt: skip
+    proc = subprocess.run(["bash", str(script)], cwd=container, env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 1
+    assert "has none of its own: install zstd on the nodes" in proc.stderr
+    assert not (cache / "layers" / "L-aaa1").exists(), "no half-unpacked layer left"
+
+
+def test_a_compressed_layer_is_named_for_its_codec_and_unpacks_to_the_same_files(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "venv"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "m.py").write_text("X = 1\n" * 1000)
+    layer = Layer("pkg", "dist", "k1", root, ("pkg", "pkg/m.py"), 6000)
+    assert layered_launch.archive_name(layer, None) == "L-k1.tar"
+    assert layered_launch.archive_name(layer, "zstd") == "L-k1.tar.zst"
+    packed = b"".join(layered_launch.tar_layer(layer, "zstd"))
+    plain = b"".join(layered_launch.tar_layer(layer))
+    assert packed[:4] == b"\x28\xb5\x2f\xfd" and len(packed) < len(plain) / 10  # zstd's magic
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(["tar", "--zstd", "-xf", "-", "-C", str(out)], input=packed, check=True)
+    assert (out / "pkg" / "m.py").read_text() == "X = 1\n" * 1000
+
+
+def test_compressed_layers_ship_the_clients_zstd_and_a_machine_without_one_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = Plan(tmp_path, ())
+    plain = layered_launch.LayersReport("k", plan, None, CLIENT_BASE)
+    packed = layered_launch.LayersReport("k", plan, None, CLIENT_BASE, codec="zstd")
+    assert layered_launch.ZSTD_FILE not in layered_launch.spec_files(plain)
+    shipped = layered_launch.spec_files(packed)[layered_launch.ZSTD_FILE]
+    assert Path(shipped.source.partition("file://")[2] or shipped.source).name.startswith("zstd")
+    monkeypatch.setattr(layered_launch.shutil, "which", lambda _name: None)
+    with pytest.raises(LayerError, match=r"needs the zstd program on this machine .* unset"):
+        layered_launch.ensure_layers(plan, None, tmp_path, codec="zstd")

@@ -6,6 +6,8 @@
 # Inputs:
 #   ./L-<key>.tar       the environment's layers (one per distribution, one base)
 #   ./I-<key>.tar       the shipped interpreter's prefix, when there is one
+#                       (either may be .tar.zst: compressed, layer_codec="zstd")
+#   ./tfyarn-zstd       the client's zstd, with compressed layers
 #   TFYARN_ENV_KEY      the environment's key (the digest of its layers' keys)
 #   TFYARN_CLIENT_BASE  the client's base prefix, which bin/python links to
 #   TFYARN_ENV_CACHE    where a node keeps layers and environments (default: node_cache.sh's)
@@ -21,15 +23,37 @@
 
 if [ -n "${LOG_DIRS:-}" ]; then exec 2>>"${LOG_DIRS%%,*}/stderr"; fi
 
-tfyarn_unpack_layer() {  # tar file, folder: unpack once, whoever comes first
-  local tarfile="$1" dest="$2" part
+# The zstd that decompresses layers here: the client's (shipped with them), else the node's.
+tfyarn_zstd() {
+  if [ -x ./tfyarn-zstd ] && ./tfyarn-zstd -V >/dev/null 2>&1; then
+    printf '%s' "$PWD/tfyarn-zstd"
+  elif command -v zstd >/dev/null 2>&1; then
+    command -v zstd
+  else
+    echo "tfyarn: $(hostname) cannot run the zstd shipped with the layers and has none of" \
+      "its own: install zstd on the nodes, or launch without layer_codec='zstd'" >&2
+    return 1
+  fi
+}
+
+tfyarn_layer_name() {  # archive file: the layer's folder name (L-<key>), whatever its codec
+  local f="${1#./}"
+  printf '%s' "${f%.tar*}"
+}
+
+tfyarn_unpack_layer() {  # archive file, folder: unpack once, whoever comes first
+  local tarfile="$1" dest="$2" part zstd
   [ -f "$dest/.tfyarn-unpacked" ] && return 0
   (
     flock 9 2>/dev/null
     if [ ! -f "$dest/.tfyarn-unpacked" ]; then
       part="$dest.part.$$"
-      rm -rf "$part" "$dest" && mkdir -p "$part" && tar -xf "$tarfile" -C "$part" \
-        && touch "$part/.tfyarn-unpacked" && mv "$part" "$dest"
+      rm -rf "$part" "$dest" && mkdir -p "$part" || exit 1
+      case "$tarfile" in
+        *.tar.zst) zstd=$(tfyarn_zstd) \
+          && tar --use-compress-program="$zstd" -xf "$tarfile" -C "$part" ;;
+        *) tar -xf "$tarfile" -C "$part" ;;
+      esac && touch "$part/.tfyarn-unpacked" && mv "$part" "$dest"
       rm -rf "$part"
     fi
   ) 9>"$dest.lock"
@@ -67,13 +91,14 @@ tfyarn_missing_libraries() {  # interpreter folder
 }
 
 tfyarn_build_env() {  # root, env folder, interpreter folder or ""
-  local root="$1" env="$2" interp="$3" part f
+  local root="$1" env="$2" interp="$3" part f name
   part="$env.part.$$"
   rm -rf "$part" "$env" && mkdir -p "$part" || return 1
-  for f in ./L-*.tar; do
-    f=${f#./}
-    cp -al --remove-destination "$root/layers/${f%.tar}/." "$part/" || { rm -rf "$part"; return 1; }
-    printf '%s\n' "${f%.tar}" >>"$part/.tfyarn-layers"
+  for f in ./L-*.tar ./L-*.tar.zst; do
+    [ -e "$f" ] || continue
+    name=$(tfyarn_layer_name "$f")
+    cp -al --remove-destination "$root/layers/$name/." "$part/" || { rm -rf "$part"; return 1; }
+    printf '%s\n' "$name" >>"$part/.tfyarn-layers"
   done
   rm -f "$part/.tfyarn-unpacked"
   if [ -n "$interp" ]; then
@@ -106,16 +131,16 @@ tfyarn_evict() {
 }
 
 tfyarn_assemble() {
-  local root env f missing interp=""
+  local root env f name missing interp=""
   root="$(tfyarn_node_cache layers)"
   env="$root/envs/$TFYARN_ENV_KEY"
   mkdir -p "$root/layers" "$root/envs" && chmod 700 "$root" || return 1
-  for f in ./I-*.tar ./L-*.tar; do
+  for f in ./I-*.tar ./I-*.tar.zst ./L-*.tar ./L-*.tar.zst; do
     [ -e "$f" ] || continue
-    f=${f#./}
-    tfyarn_unpack_layer "./$f" "$root/layers/${f%.tar}" || return 1
-    touch "$root/layers/${f%.tar}/.tfyarn-unpacked"
-    case "$f" in I-*) interp="$root/layers/${f%.tar}" ;; esac
+    name=$(tfyarn_layer_name "$f")
+    tfyarn_unpack_layer "$f" "$root/layers/$name" || return 1
+    touch "$root/layers/$name/.tfyarn-unpacked"
+    case "$name" in I-*) interp="$root/layers/$name" ;; esac
   done
   if [ ! -f "$env/.tfyarn-assembled" ]; then
     ( flock 9 2>/dev/null
