@@ -31,6 +31,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.container.uploader import BackgroundPusher
+from tfyarn_jupyter.protocol.contract import PUSH_DELAY_VAR
 
 #: Schemes TensorFlow's wheels cannot open: synced through hdfs_native.
 REMOTE_SCHEMES = ("hdfs", "viewfs")
@@ -127,6 +128,8 @@ class ModelDir:
     ) -> None:
         self.uri, self.pusher, self.client, self.pulled = uri, pusher, client, False
         self.last_push_s: float | None = None
+        #: Seconds a push holds its staged files before renaming them (:data:`PUSH_DELAY_VAR`).
+        self.stage_delay_s = float(os.environ.get(PUSH_DELAY_VAR) or 0)
         parts = urlsplit(uri)
         self.remote = parts.scheme in REMOTE_SCHEMES
         self._pushed: dict[str, tuple[int, int]] = {}  # local file -> (size, mtime_ns) pushed
@@ -228,6 +231,8 @@ class ModelDir:
             futures = [pool.submit(self._stage, rel, data) for rel, data in jobs]
         try:
             staged = [future.result() for future in futures]  # every one uploaded: rename
+            if self.stage_delay_s > 0:
+                time.sleep(self.stage_delay_s)
             for tmp, dst in staged:
                 self.client.rename(tmp, dst, overwrite=True)
         except BaseException:

@@ -19,6 +19,9 @@ TASK_MODULE = "tfyarn_jupyter.container"
 #: "1": the chief waits for each checkpoint push, as before pushes ran beside training
 #: (the training benchmark's baseline; unset, pushes never stop training).
 SYNC_PUSH_VAR = "TFYARN_SYNC_CHECKPOINT_PUSH"
+#: Seconds each checkpoint push holds its files at their temporary names before the
+#: renames: a slow HDFS made on purpose (fault injection, for tests and benchmarks).
+PUSH_DELAY_VAR = "TFYARN_CHECKPOINT_PUSH_DELAY"
 #: TensorFlow's hdfs:// plugin as the client built it (tfyarn_jupyter.hadoop.tf_filesystem).
 TF_HDFS_PLUGIN = "tfyarn_tf_hdfs.so"
 #: The experiment function, pickled with cloudpickle, in the container's folder.

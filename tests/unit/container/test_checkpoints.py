@@ -22,6 +22,7 @@ import pytest
 
 from tfyarn_jupyter.container import checkpoints as modeldir
 from tfyarn_jupyter.container.checkpoints import TMP_MARK, Index, ModelDir
+from tfyarn_jupyter.protocol.contract import PUSH_DELAY_VAR
 
 URI = "hdfs://nn:8020/user/alice/model"
 ROOT = "/user/alice/model"
@@ -302,6 +303,29 @@ def test_a_push_interrupted_after_the_data_files_leaves_the_previous_checkpoint(
         assert Path(fresh.local, n).read_bytes() == Path(chief.local, n).read_bytes()
     assert chief.push_checkpoint() == os.path.join(chief.local, "model.ckpt-200")  # retried
     assert fs.index().latest == "model.ckpt-200"
+
+
+def test_a_push_made_slow_on_purpose_holds_every_file_at_a_temporary_name_then_commits(
+    tmp_path, fs, monkeypatch
+):
+    monkeypatch.setenv(PUSH_DELAY_VAR, "0.3")
+    slow = ModelDir(URI, tmp_path / "slow", client=fs)
+    save(slow.local, 100)
+    seen: dict[str, list[str]] = {}
+
+    def watch() -> None:  # what a reader sees while the push waits
+        time.sleep(0.15)
+        seen["during"] = sorted(fs.under())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    t0 = time.monotonic()
+    slow.push_checkpoint()
+    watcher.join()
+    assert time.monotonic() - t0 >= 0.3
+    assert seen["during"] and all(TMP_MARK in n for n in seen["during"]), seen
+    assert fs.index().latest == "model.ckpt-100"
+    assert not [n for n in fs.under() if TMP_MARK in n]
 
 
 def test_a_killed_pushers_temporaries_are_ignored_by_readers_and_deleted_by_the_next_pusher(
