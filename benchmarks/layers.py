@@ -7,7 +7,7 @@ Interleaved per repetition:
 1. *layers, one package changed*: a fresh version of a small probe package installed;
 2. *layers, warm*: the same environment again (every layer on HDFS and on the node);
 3. *layers, cold*: a fresh shared-cache folder and node cache, so every layer is
-   packed, uploaded, localised and unpacked;
+   packed, uploaded, localised and unpacked; and the same with ``layer_codec="zstd"``;
 4. *tar, one package changed* and 5. *tar, warm*: today's path (``layers=False``).
 
 The figures: one-changed / warm (aim <= 1.2) and cold / (warm + 2 x ``tar -cf`` of
@@ -74,6 +74,21 @@ def launch(bench: Bench, python: Path, name: str, **args: Any) -> dict:
     return json.loads(result.read_text())
 
 
+def cold_launch(bench: Bench, python: Path, name: str, **options: Any) -> dict:
+    """A launch with nothing cached: a fresh shared layer cache on HDFS and a fresh node
+    cache (both removed after), so every layer is packed, uploaded, localised, unpacked."""
+    salt = uuid.uuid4().hex[:8]
+    shared = f"/tmp/tfyarn-bench-layers-{salt}"
+    filesystem.client().makedirs(shared, permission="755")
+    node_cache = f"/tmp/tfyarn-bench-nodecache-{salt}"
+    try:
+        given = {"layers": True, "shared_layer_cache": shared, **options}
+        return launch(bench, python, name, env={"TFYARN_ENV_CACHE": node_cache}, options=given)
+    finally:
+        subprocess.run(["rm", "-rf", node_cache], check=False)
+        filesystem.delete(shared, recursive=True)
+
+
 def one_rep(bench: Bench, python: Path, rep: int) -> dict[str, dict]:
     """One repetition of every variant, in the order of the module's docstring."""
     out: dict[str, dict] = {}
@@ -82,14 +97,8 @@ def one_rep(bench: Bench, python: Path, rep: int) -> dict[str, dict]:
     subprocess.run([*pip, str(probe_wheel(bench, 2 * rep + 1))], check=True)
     out["layers one changed"] = launch(bench, python, "layers-one", options={"layers": True})
     out["layers warm"] = launch(bench, python, "layers-warm", options={"layers": True})
-    salt = uuid.uuid4().hex[:8]
-    shared = f"/tmp/tfyarn-bench-layers-{salt}"
-    filesystem.client().makedirs(shared, permission="755")
-    node_cache = f"/tmp/tfyarn-bench-nodecache-{salt}"
-    out["layers cold"] = launch(bench, python, "layers-cold", env={"TFYARN_ENV_CACHE": node_cache},
-                                options={"layers": True, "shared_layer_cache": shared})  # fmt: skip
-    subprocess.run(["rm", "-rf", node_cache], check=False)
-    filesystem.delete(shared, recursive=True)
+    out["layers cold"] = cold_launch(bench, python, "layers-cold")
+    out["layers cold, zstd"] = cold_launch(bench, python, "layers-cold-zstd", layer_codec="zstd")
     subprocess.run([*pip, str(probe_wheel(bench, 2 * rep + 2))], check=True)
     out["tar one changed"] = launch(bench, python, "tar-one", options={"layers": False})
     out["tar warm"] = launch(bench, python, "tar-warm", options={"layers": False})
@@ -117,5 +126,12 @@ def layers(bench: Bench) -> None:
     cold = [r["layers cold"]["all_running"] / (r["layers warm"]["all_running"] + 2 * t)
             for r, t in zip(results, tar_s, strict=True)]  # fmt: skip
     bench.row(SECTION, "layers cold / (warm + 2 x tar -cf) (aim <= 1.0)", "x", cold)
+    zstd = [r["layers cold, zstd"]["all_running"] / (r["layers warm"]["all_running"] + 2 * t)
+            for r, t in zip(results, tar_s, strict=True)]  # fmt: skip
+    bench.row(SECTION, "layers cold, zstd / (warm + 2 x tar -cf)", "x", zstd)
+    moved = [r["layers cold, zstd"]["bytes_uploaded"] / r["layers cold"]["bytes_uploaded"]
+             for r in results]  # fmt: skip
+    bench.row(SECTION, "bytes uploaded and localised per node: zstd / plain (aim <= 0.5)", "x",
+              moved)  # fmt: skip
     bench.notes.append("layers: venv-pack and tf-yarn 0.7.0's pex are in the launches and "
                        "tfyarn070 sections, not repeated here")  # fmt: skip
