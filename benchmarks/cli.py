@@ -26,7 +26,7 @@ from .packing import packing
 from .stats import render_markdown
 from .tf_hdfs import tf_hdfs
 from .tfyarn070 import tfyarn070
-from .training import training
+from .training import training, training_1gb
 from .watching import watching
 
 
@@ -88,6 +88,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("sandbox", sandbox_start, cfg.sandbox_start),
         ("launches", launches, True),
         ("training", training, not cfg.smoke),
+        ("training_1gb", training_1gb, not cfg.smoke),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
         ("current_tf", current_tf, not cfg.smoke),
         ("layers", layers, not cfg.smoke),

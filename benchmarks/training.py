@@ -40,7 +40,10 @@ from tfyarn_jupyter.run.result import read_event_log
 from .core import Bench
 
 SECTION = "training speed: wide MLP, a checkpoint each epoch"
+SECTION_1GB = "training speed: wide MLP and a 1 GiB table, a 1 GiB checkpoint each epoch"
 CHIEF = TaskSpec("2G", 1)
+#: The 1 GiB model's chief: the table, its checkpoint's buffers, TensorFlow.
+BIG_CHIEF = TaskSpec("5G", 1)
 
 
 CLOCK_FILE = "step-clock.json"
@@ -83,22 +86,45 @@ def step_clock(report_to: str) -> Any:
     return StepClock()
 
 
-def wide_mlp_experiment(model_dir: str, epochs: int, steps: int) -> KerasExperiment:
+#: Rows of the side table that makes the big model's checkpoint 1 GiB (x 256 float32s).
+TABLE_ROWS = 2**20
+
+
+def wide_mlp_experiment(
+    model_dir: str, epochs: int, steps: int, table_rows: int = 0
+) -> KerasExperiment:
     """The benchmark's model on generated data (built inside the task's strategy scope), with
-    a :func:`step_clock` writing to ``<model_dir>/step-clock.json``."""
+    a :func:`step_clock` writing to ``<model_dir>/step-clock.json``. ``table_rows`` adds an
+    embedding table of that many rows of 256 floats beside the MLP (:data:`TABLE_ROWS`: a
+    1 GiB checkpoint), trained by sparse SGD updates, so its steps cost what the MLP's do."""
     import numpy as np
     import tensorflow as tf
 
     rng = np.random.RandomState(0)
     x = rng.normal(size=(4096, 512)).astype("float32")
     y = (x[:, :8].sum(axis=1) > 0).astype("float32")
-    layers = [tf.keras.Input(shape=(512,))]
-    layers += [tf.keras.layers.Dense(1024, activation="relu") for _ in range(3)]
-    model = tf.keras.Sequential([*layers, tf.keras.layers.Dense(1, activation="sigmoid")])
-    model.compile(optimizer="adam", loss="binary_crossentropy")
+    mlp = tf.keras.Input(shape=(512,))
+    h = mlp
+    for _ in range(3):
+        h = tf.keras.layers.Dense(1024, activation="relu")(h)
+    inputs, features = [mlp], {"x": x}
+    if table_rows:
+        ids = tf.keras.Input(shape=(8,), dtype="int32")
+        pooled = tf.keras.layers.GlobalAveragePooling1D()(
+            tf.keras.layers.Embedding(table_rows, 256)(ids)
+        )
+        h = tf.keras.layers.Concatenate()([h, pooled])
+        inputs, features = [mlp, ids], {"x": x, "ids": rng.randint(0, table_rows, (4096, 8))}
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(1, activation="sigmoid")(h))
+    # tf.keras 2's new SGD densifies the table's sparse gradient (0.47 s a step here); its
+    # legacy one applies it sparsely (0.01 s)
+    legacy = getattr(tf.keras.optimizers, "legacy", None)
+    sparse_sgd = legacy.SGD() if legacy is not None else "sgd"
+    model.compile(optimizer=sparse_sgd if table_rows else "adam", loss="binary_crossentropy")
 
     def data() -> Any:
-        return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(256).prefetch(2)
+        given = tuple(features.values()) if table_rows else x
+        return tf.data.Dataset.from_tensor_slices((given, y)).repeat().batch(256).prefetch(2)
 
     return KerasExperiment(
         model=model,
@@ -117,8 +143,8 @@ LOCAL = """
 import json, os, shutil, sys, tempfile, time
 import tensorflow as tf
 from benchmarks.training import CLOCK_FILE, wide_mlp_experiment
-epochs, steps = int(sys.argv[1]), int(sys.argv[2])
-exp = wide_mlp_experiment(tempfile.mkdtemp(), epochs, steps)
+epochs, steps, rows = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+exp = wide_mlp_experiment(tempfile.mkdtemp(), epochs, steps, rows)
 batches = iter(exp.input_data_fn())
 next(batches)
 t0 = time.perf_counter()
@@ -143,25 +169,28 @@ shutil.rmtree(exp.model_dir, ignore_errors=True)
 """
 
 
-def local_fit(epochs: int, steps: int) -> dict[str, float]:
+def local_fit(epochs: int, steps: int, table_rows: int = 0) -> dict[str, float]:
     """The local side's figures, in a fresh process run from the project's root."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", LOCAL, str(epochs), str(steps)], cwd=root,
-                         capture_output=True, text=True, timeout=900, check=True)  # fmt: skip
+    argv = [sys.executable, "-c", LOCAL, str(epochs), str(steps), str(table_rows)]
+    out = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=900, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def yarn_fit(bench: Bench, epochs: int, steps: int, synchronous: bool) -> dict[str, float]:
+def yarn_fit(
+    bench: Bench, epochs: int, steps: int, synchronous: bool, table_rows: int = 0
+) -> dict[str, float]:
     """The chief's fit and save seconds on YARN, model dir on HDFS."""
     model_dir = filesystem.qualify(f"{filesystem.home()}/.tfyarn/bench/mlp-{uuid.uuid4().hex}")
 
     def experiment_fn() -> KerasExperiment:
-        return wide_mlp_experiment(model_dir, epochs, steps)
+        return wide_mlp_experiment(model_dir, epochs, steps, table_rows)
 
     env = {SYNC_PUSH_VAR: "1"} if synchronous else {}
+    chief = BIG_CHIEF if table_rows else CHIEF
     try:
         name = f"tfyarn-bench-mlp-{'sync' if synchronous else 'bg'}"
-        result = runs.run_on_yarn(experiment_fn, {"chief": CHIEF}, env=env, name=name)
+        result = runs.run_on_yarn(experiment_fn, {"chief": chief}, env=env, name=name)
         record = read_event_log(result.app_id) or {}
         stop = record.get("events", {}).get("tasks", {}).get("chief:0", {}).get("train_stop", {})
         clock = json.loads(filesystem.read_bytes(f"{model_dir}/{CLOCK_FILE}"))
@@ -172,25 +201,42 @@ def yarn_fit(bench: Bench, epochs: int, steps: int, synchronous: bool) -> dict[s
 
 
 def training(bench: Bench) -> None:
-    """Steps/s on YARN / local, the seconds saves kept training waiting, and where each
-    side's ``fit`` time went (:func:`accounting`)."""
+    """The wide MLP: steps/s on YARN / local, the seconds saves kept training waiting, and
+    where each side's ``fit`` time went (:func:`accounting`)."""
+    epochs, steps = (4, 25) if bench.cfg.smoke else (10, 40)
+    compare(bench, SECTION, epochs, steps, 0, bench.cfg.reps)
+
+
+def training_1gb(bench: Bench) -> None:
+    """The same with a 1 GiB checkpoint (:data:`TABLE_ROWS`), saved every epoch."""
+    compare(bench, SECTION_1GB, 4, 40, TABLE_ROWS, min(bench.cfg.reps, 3))
+
+
+def compare(bench: Bench, section: str, epochs: int, steps: int, rows: int, reps: int) -> None:
+    """Local, YARN with pushes beside training, YARN with each push waited for: interleaved
+    in each of ``reps`` repetitions; a row per figure."""
     import cloudpickle
 
     from . import training as module  # the experiment travels by value: no `benchmarks` there
 
     cloudpickle.register_pickle_by_value(module)
-    epochs, steps = (4, 25) if bench.cfg.smoke else (10, 40)
     got: dict[str, list[float]] = {}
-    for rep in range(bench.cfg.reps):
-        local = local_fit(epochs, steps)
-        background = yarn_fit(bench, epochs, steps, synchronous=False)
-        synchronous = yarn_fit(bench, epochs, steps, synchronous=True)
+    for rep in range(reps):
+        local = local_fit(epochs, steps, rows)
+        background = yarn_fit(bench, epochs, steps, synchronous=False, table_rows=rows)
+        synchronous = yarn_fit(bench, epochs, steps, synchronous=True, table_rows=rows)
         figures = {
             "local fit": local["fit_s"],
             "YARN fit, pushes beside training": background["fit_s"],
             "YARN fit, each push waited for (before)": synchronous["fit_s"],
             "steps/s on YARN / local, pushes beside training": local["fit_s"] / background["fit_s"],
             "steps/s on YARN / local, each push waited for": local["fit_s"] / synchronous["fit_s"],
+            "steps/s on YARN / local, first to last step, pushes beside training": (
+                stepping(local) / stepping(background)
+            ),
+            "steps/s on YARN / local, first to last step, each push waited for": (
+                stepping(local) / stepping(synchronous)
+            ),
         }
         sides = {"local": local, "YARN, pushes beside training": background,
                  "YARN, each push waited for": synchronous}  # fmt: skip
@@ -200,12 +246,19 @@ def training(bench: Bench) -> None:
         for name, value in figures.items():
             got.setdefault(name, []).append(value)
         bench.log(
-            f"training rep {rep + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
+            f"{section} rep {rep + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
         )
-    note = f"{epochs} epochs x {steps} steps, batch 256, chief {CHIEF.memory} MiB / 1 vcore"
+    chief = BIG_CHIEF if rows else CHIEF
+    note = f"{epochs} epochs x {steps} steps, batch 256, chief {chief.memory} MiB / 1 vcore"
     for name, values in got.items():
-        bench.row(SECTION, name, "ratio" if "/" in name else "s", values, note)
-    bench.details["training"] = {"epochs": epochs, "steps": steps, "time": time.time()}
+        bench.row(section, name, "ratio" if "/" in name else "s", values, note)
+    bench.details[section] = {"epochs": epochs, "steps": steps, "time": time.time()}
+
+
+def stepping(side: dict[str, float]) -> float:
+    """Seconds from the first step's start to the last epoch's end (its save included):
+    ``fit`` without its set-up and, on YARN, without the final flush of the pushes."""
+    return side["first_step_s"] + side["steps_s"] + side["between_steps_s"]
 
 
 def accounting(side: dict[str, float]) -> dict[str, float]:
