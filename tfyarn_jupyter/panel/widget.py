@@ -75,7 +75,9 @@ class RunPanel(anywidget.AnyWidget):
         self._histories: dict[str, list[list[float]]] = {}
         # Not `_handle_msg`: that name is ipywidgets.Widget's own comm handler.
         self.on_msg(self._on_action)
-        self.poller = PanelPoller(run.advance, self.update, interval=interval)
+        self.poller = PanelPoller(
+            run.advance, self.update, interval=interval, done=lambda: run.ended
+        )
         if start:
             self.poller.start()
 
@@ -152,7 +154,8 @@ class PanelPoller:
     """Drives a run on a background thread and hands each status to ``callback``.
 
     About once a second while the run goes; it stops when the run ended or
-    when it is stopped (or garbage-collected).
+    when it is stopped (or garbage-collected). An attempt that ended is not the run's end
+    while ``done()`` says another attempt is coming (a retry waiting its backoff).
     """
 
     def __init__(
@@ -160,8 +163,10 @@ class PanelPoller:
         step: Callable[[], RunStatus],
         callback: Callable[[RunStatus], None],
         interval: float = 1.0,
+        done: Callable[[], bool] = lambda: True,
     ) -> None:
         self._step = step
+        self._done = done
         self._callback = callback
         self.interval = interval
         self.polls = 0
@@ -186,6 +191,6 @@ class PanelPoller:
             except Exception as exc:  # keep watching through a transient error
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 st = None
-            if st is not None and st.ended:
+            if st is not None and st.ended and self._done():
                 return
             self._stop.wait(self.interval)

@@ -168,3 +168,26 @@ def test_the_status_own_capacity_and_tensorboard_url_win(panel, monkeypatch):
     assert panel.capacity == {"message": "queue ml-gpu: 8 GiB of 8 GiB in use; 2 GiB more needed"}
     assert panel.tensorboard_url.endswith("/tb/")
     assert panel.progress == {}
+
+
+def test_the_poller_goes_on_through_an_ended_attempt_while_another_is_coming():
+    import threading
+
+    from tfyarn_jupyter.panel.widget import PanelPoller
+
+    ended = RunStatus(AppInfo("application_1_0001", state="FINISHED", final_status="FAILED",
+                              start_time=1.0, finish_time=2.0), [], [], [], None)  # fmt: skip
+    seen: list[RunStatus] = []
+    steps = iter([ended, ended, ended, running(), ended])
+    run_over = threading.Event()
+
+    def step() -> RunStatus:
+        st = next(steps)
+        if len(seen) == 4:  # the retry's attempt ended too, and no retry is left
+            run_over.set()
+        return st
+
+    poller = PanelPoller(step, seen.append, interval=0.01, done=run_over.is_set).start()
+    poller._thread.join(timeout=5)
+    assert not poller._thread.is_alive()
+    assert len(seen) == 5, "it stopped at an attempt's end while the run was not over"
