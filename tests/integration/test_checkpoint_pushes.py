@@ -45,9 +45,10 @@ def remote_files(model_dir: str) -> list[str]:
         folder = todo.pop()
         for name in filesystem.listdir(folder):
             path = posixpath.join(folder, name)
-            if (filesystem.status(path) or {}).get("type") == "DIRECTORY":
+            st = filesystem.status(path, strict=False)  # a temporary may be renamed meanwhile
+            if st is not None and st["type"] == "DIRECTORY":
                 todo.append(path)
-            else:
+            elif st is not None:
                 found.append(posixpath.relpath(path, root))
     return found
 
