@@ -219,12 +219,18 @@ def path_without_zstd(tmp_path: Path) -> str:
     return str(bin_dir)
 
 
+def zstd_container(tmp_path: Path, layer_set: Path) -> tuple[Path, Path, Path]:
+    """The assembly script, a node cache, and a container with a plain base layer and a
+    zstd-compressed package layer (no decoder shipped yet)."""
+    zstd_of(layer_set / "L-aaa1.tar")
+    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    return script_for(tmp_path), tmp_path / "cache", container
+
+
 def test_compressed_layers_assemble_the_same_environment_with_the_shipped_zstd(
     tmp_path: Path, layer_set: Path
 ) -> None:
-    script, cache = script_for(tmp_path), tmp_path / "cache"
-    zstd_of(layer_set / "L-aaa1.tar")
-    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    script, cache, container = zstd_container(tmp_path, layer_set)
     (container / layered_launch.ZSTD_FILE).symlink_to(layered_launch.zstd_binary())
     code = f". {script}"
     env = {"PATH": path_without_zstd(tmp_path), "TFYARN_ENV_KEY": "env1",
@@ -243,9 +249,7 @@ def test_compressed_layers_assemble_the_same_environment_with_the_shipped_zstd(
 def test_a_node_that_cannot_run_the_shipped_zstd_uses_its_own(
     tmp_path: Path, layer_set: Path
 ) -> None:
-    script, cache = script_for(tmp_path), tmp_path / "cache"
-    zstd_of(layer_set / "L-aaa1.tar")
-    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    script, cache, container = zstd_container(tmp_path, layer_set)
     broken = container / layered_launch.ZSTD_FILE
     broken.write_text("#!/bin/sh\nexit 127\n")  # as a binary for another libc would
     broken.chmod(0o755)
@@ -256,9 +260,7 @@ def test_a_node_that_cannot_run_the_shipped_zstd_uses_its_own(
 def test_a_node_with_no_zstd_to_run_fails_saying_what_to_install(
     tmp_path: Path, layer_set: Path
 ) -> None:
-    script, cache = script_for(tmp_path), tmp_path / "cache"
-    zstd_of(layer_set / "L-aaa1.tar")
-    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar.zst"])
+    script, cache, container = zstd_container(tmp_path, layer_set)
     env = {"PATH": path_without_zstd(tmp_path), "TFYARN_ENV_KEY": "e",
            "TFYARN_ENV_CACHE": str(cache)}  # fmt: skip
     proc = subprocess.run(["bash", str(script)], cwd=container, env=env, capture_output=True,
