@@ -43,8 +43,10 @@ class Reporter:
         self._put = put
         self.min_interval_s = min_interval_s
         self._clock = clock
-        #: The point rates are measured from: the last write (or the start of training).
+        #: The last write's step and time (or the start of training's): the throttle.
         self._since = (0, clock())
+        #: Where the rate counts from: the last write that had new steps.
+        self._rate_from = self._since
         self._pending: dict[str, Any] | None = None
         self.writes = 0
         #: The training's last step (Estimator's ``max_steps``, Keras's steps x epochs).
@@ -60,7 +62,7 @@ class Reporter:
 
     def restart(self, step: int) -> None:
         """Training (re)starts at ``step`` (a restored checkpoint's): rates count from here."""
-        self._since = (int(step), self._clock())
+        self._since = self._rate_from = (int(step), self._clock())
 
     def due(self) -> bool:
         """Whether a report now would be written (callers skip costly reads otherwise)."""
@@ -82,14 +84,18 @@ class Reporter:
             if self._pending is None:
                 return False
             now = self._clock()
-            step0, t0 = self._since
+            step0, t0 = self._rate_from
             payload = self._pending
-            elapsed = now - t0
-            payload["steps_per_s"] = (payload["step"] - step0) / elapsed if elapsed > 0 else 0.0
+            elapsed, steps = now - t0, payload["step"] - step0
+            if steps > 0 and elapsed > 0:
+                payload["steps_per_s"] = steps / elapsed
+                self._rate_from = (payload["step"], now)
+            else:  # the same step again (the end of training's report): the last rate holds
+                payload["steps_per_s"] = self._written.get("steps_per_s", 0.0)
+            self._since = (payload["step"], now)
             if self.max_steps is not None:
                 payload["max_steps"] = int(self.max_steps)
             self._pending = None
-            self._since = (payload["step"], now)
             self._written = dict(payload)
             return self._write(payload, now)
 

@@ -77,6 +77,18 @@ def test_steps_per_second_count_from_the_last_write(reporter, clock, written):
     assert [w["steps_per_s"] for w in written] == [5.0, 5.0]
 
 
+def test_the_same_step_reported_again_keeps_the_last_rate_not_zero(reporter, clock, written):
+    clock.now += 2.0
+    reporter.report(10, loss=0.5)
+    clock.now += 3.0
+    reporter.report(10, loss=0.4)  # the end of training's report, after the last step's
+    assert reporter.report(10, loss=0.3) is False, "the throttle holds for the same step too"
+    assert [(w["step"], w["steps_per_s"]) for w in written] == [(10, 5.0), (10, 5.0)]
+    clock.now += 2.0
+    reporter.report(20)  # the window counts from the last write that had new steps
+    assert written[-1]["steps_per_s"] == 2.0
+
+
 def test_a_restart_counts_the_rate_from_the_restored_step(reporter, clock, written):
     clock.now += 30.0  # a slow start (restore, graph building) is not training
     reporter.restart(500)
