@@ -40,7 +40,8 @@ def _tfrecords(x: np.ndarray, y: np.ndarray) -> list[bytes]:
 
     shards = []
     for part in np.array_split(np.arange(N_ROWS), N_SHARDS):
-        buf = Path(tempfile.mkdtemp()) / "shard.tfrecord"
+        folder = tempfile.TemporaryDirectory()  # the shard's bytes are kept, its file removed
+        buf = Path(folder.name) / "shard.tfrecord"
         with tf.io.TFRecordWriter(str(buf)) as w:
             for i in part:
                 ex = tf.train.Example(features=tf.train.Features(feature={
@@ -49,6 +50,7 @@ def _tfrecords(x: np.ndarray, y: np.ndarray) -> list[bytes]:
                 }))  # fmt: skip
                 w.write(ex.SerializeToString())
         shards.append(buf.read_bytes())
+        folder.cleanup()
     return shards
 
 
