@@ -234,11 +234,13 @@ class Task:
         threading.Thread(target=watch, name="tfyarn-heartbeat", daemon=True).start()
 
     def wait_for_ack(self) -> None:
-        """Give an attached client a moment to read this task's last events."""
+        """Give the client a moment to read this task's last events: an attached one, or
+        one not heard from yet (a task that fails at once may end before the client's first
+        heartbeat lands; without the wait its traceback would leave with the application)."""
         deadline = time.monotonic() + self.contract.ack_timeout_s
         while time.monotonic() < deadline:
             ev = self.snapshot()
-            if self.name in ev.acked or not ev.client_attached(time.time(), 60):
+            if self.name in ev.acked or not ev.client_may_read(time.time(), 60):
                 return
             time.sleep(0.2)
 

@@ -44,6 +44,8 @@ TRAINERS = ("chief", "worker")
 PEER_TIMEOUT_S = 300.0
 #: How often an attached client refreshes its heartbeat.
 HEARTBEAT_INTERVAL_S = 5.0
+#: How soon the client tries again while its first heartbeat has not reached the master.
+FIRST_HEARTBEAT_RETRY_S = 0.5
 #: How long the application outlives a silent client (0: nobody watches).
 HEARTBEAT_TIMEOUT_S = 60.0
 #: How long an ended task waits for the client to read its last events.

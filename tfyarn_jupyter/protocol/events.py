@@ -150,6 +150,11 @@ class Events:
     def client_attached(self, now: float, timeout: float) -> bool:
         return not self.detached and self.heartbeat is not None and now - self.heartbeat < timeout
 
+    def client_may_read(self, now: float, timeout: float) -> bool:
+        """Whether a task's last events may still be read by a client: one attached, or
+        one not heard from yet (it submitted the run and may be connecting), not detached."""
+        return not self.detached and (self.heartbeat is None or now - self.heartbeat < timeout)
+
 
 def parse(kv: Mapping[str, bytes]) -> Events:
     """Read a ``get_range()`` snapshot of the key-value store into :class:`Events`."""

@@ -56,15 +56,17 @@ def _kill_undetached_runs() -> None:
 
 
 def _heartbeat_loop(ref: weakref.ref[Run], stop: threading.Event) -> None:
+    landed_for = ""  # the attempt whose master has the heartbeat; until then, retry soon
     while True:
         run = ref()
         # The whole run, not the current attempt: a failed attempt that will be
         # retried has ended too, and its successor needs the heartbeat.
         if run is None or run.ended:
             return
-        run.source.heartbeat()
+        landed_for = run.app_id if run.source.heartbeat() else landed_for
+        soon = landed_for != run.app_id
         del run
-        if stop.wait(contract.HEARTBEAT_INTERVAL_S):
+        if stop.wait(contract.FIRST_HEARTBEAT_RETRY_S if soon else contract.HEARTBEAT_INTERVAL_S):
             return
 
 

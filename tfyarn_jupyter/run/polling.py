@@ -334,11 +334,14 @@ class StatusSource:
             am.kv[protocol.CAPACITY] = protocol.encode({"message": self.capacity})
             self._capacity_published = self.capacity
 
-    def heartbeat(self) -> None:
+    def heartbeat(self) -> bool:
+        """Tell the tasks the client is here; whether the write landed."""
         am = self._am()
         if am is not None:
             with contextlib.suppress(skein.exceptions.SkeinError, skein.exceptions.ConnectionError):
                 am.kv[protocol.HEARTBEAT] = protocol.encode()
+                return True
+        return False
 
     def mark_detached(self) -> None:
         deadline = time.monotonic() + 120

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import socket
+import threading
 import time
 import types
 
@@ -177,14 +178,34 @@ def test_wait_for_ack_returns_as_soon_as_the_client_acked(app, monkeypatch):
     assert app.kv.reads == 1
 
 
-def test_wait_for_ack_returns_at_once_when_no_client_is_attached(app, monkeypatch):
+def test_wait_for_ack_returns_at_once_when_the_run_is_detached_or_its_client_went_silent(
+    app, monkeypatch
+):
     task = make_task(monkeypatch)
+    app.kv[events.HEARTBEAT] = events.encode(t=time.time() - 120)  # silent for 2 minutes
     task.wait_for_ack()
     assert app.kv.reads == 1
     app.kv[events.DETACHED] = events.encode()
     attach_client(app.kv)
     task.wait_for_ack()
     assert app.kv.reads == 2
+
+
+def test_wait_for_ack_waits_for_a_client_not_heard_from_yet(app, monkeypatch):
+    """A task that fails at once may stop before the submitting client's first heartbeat:
+    it waits for that client to read its traceback rather than leave with the application."""
+    task = make_task(monkeypatch, ack_timeout_s=5.0)
+
+    def client_connects_and_acks() -> None:
+        time.sleep(0.5)
+        attach_client(app.kv)
+        app.kv[events.ack_key("worker:1")] = b"1"
+
+    threading.Thread(target=client_connects_and_acks).start()
+    start = time.monotonic()
+    task.wait_for_ack()
+    assert 0.5 <= time.monotonic() - start < 4
+    assert app.kv.reads >= 2
 
 
 def test_wait_for_ack_waits_for_an_attached_client_until_its_bound(app, monkeypatch):

@@ -214,3 +214,18 @@ def test_parse_lists_each_tasks_restarts_in_order_with_their_number():
     assert [(r["n"], r["cause"]) for r in got["worker:0"]] == [(2, "preempted"), (10, "failed")]
     assert got["worker:0"][0]["step"] == 40
     assert [r["cause"] for r in got["chief:0"]] == ["peer restarted"]
+
+
+@pytest.mark.parametrize(
+    ("heartbeat", "detached", "now", "may_read"),
+    [
+        (None, False, 105.0, True),  # submitted, not heard from yet
+        (100.0, False, 105.0, True),
+        (100.0, False, 170.0, False),
+        (None, True, 105.0, False),
+        (100.0, True, 105.0, False),
+    ],
+)
+def test_client_may_read_while_attached_or_not_heard_from_yet(heartbeat, detached, now, may_read):
+    ev = Events(heartbeat=heartbeat, detached=detached)
+    assert ev.client_may_read(now, timeout=60.0) is may_read

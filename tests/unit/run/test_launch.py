@@ -230,15 +230,17 @@ def test_the_first_problem_is_reported_before_later_ones(tmp_path):
 class Source:
     """Stands in for :class:`status.StatusSource`: counts heartbeats, ends on demand."""
 
-    def __init__(self, ended: bool) -> None:
+    def __init__(self, ended: bool, misses: int = 0) -> None:
         self.ended = ended
         self.last = None
         self.beats = 0
+        self.misses = misses  # the first writes that do not land (no master yet)
         self.beat = threading.Event()
 
-    def heartbeat(self) -> None:
+    def heartbeat(self) -> bool:
         self.beats += 1
         self.beat.set()
+        return self.beats > self.misses
 
 
 def wait_beats(source: Source, n: int, timeout: float = 5.0) -> None:
@@ -270,6 +272,23 @@ def test_heartbeat_goes_on_when_an_attempt_ended_and_a_retry_is_left(fast_heartb
         handle._source = retry  # type: ignore[assignment]
         handle.attempts.append("application_1_0002")
         wait_beats(retry, 3)
+    finally:
+        handle._heartbeat_stop.set()
+
+
+def test_heartbeat_retries_soon_until_its_first_write_lands_then_keeps_its_interval(
+    monkeypatch,
+):
+    monkeypatch.setattr(contract, "HEARTBEAT_INTERVAL_S", 60.0)
+    monkeypatch.setattr(contract, "FIRST_HEARTBEAT_RETRY_S", 0.01)
+    handle = make_run(nb_retries=0)
+    source = Source(ended=False, misses=2)  # the master is not up for the first two
+    handle._source = source  # type: ignore[assignment]
+    handle._start_heartbeat()
+    try:
+        wait_beats(source, 3, timeout=2.0)
+        time.sleep(0.3)
+        assert source.beats == 3, "after a landed heartbeat the next waits its interval"
     finally:
         handle._heartbeat_stop.set()
 
