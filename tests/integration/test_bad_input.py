@@ -119,8 +119,11 @@ def test_a_task_module_that_dies_before_reporting_fails_quoting_its_last_error_l
     assert err.traceback.startswith(
         "chief:0 ended before reporting to tfyarn; the last error in its stderr:\n"
     )
-    assert err.traceback.endswith("ModuleNotFoundError: No module named 'tf_yarn'")
+    assert "\nModuleNotFoundError: No module named 'tf_yarn'\n" in err.traceback
+    assert err.traceback.endswith("chief:0: its process exited with status 1")
     assert "see logs" not in str(err)
+    # It failed by itself: it ends the run, it is not restarted in the application.
+    assert [t.restarts for t in err.status.tasks if t.task == "chief:0"] == [0]
 
 
 # -- caught before submission --------------------------------------------------------------

@@ -98,10 +98,18 @@ def test_temporary_files_go_in_the_container_folder(container):
     assert (folder / "tmpdir.out").read_text().strip() == str(folder / "tmp")
 
 
-def test_a_custom_task_module_runs_instead_and_has_no_exit_report(container):
+def test_a_custom_task_module_runs_instead_and_its_failure_is_reported_by_the_exit_hook(
+    container,
+):
+    """A custom module reports nothing itself: the hook says it exited, which ends the run
+    (a task that failed by itself is not restarted in the application)."""
     _, run = container
     proc, calls = run(module="my_pkg.my_task", task_exit=3)
     assert proc.returncode == 3
+    assert calls == [".:tfyarn_sources.zip|-u -m my_pkg.my_task",
+                     ".:tfyarn_sources.zip|-m tfyarn_jupyter.container --exited 3"]  # fmt: skip
+    proc, calls = run(module="my_pkg.my_task", task_exit=0)
+    assert proc.returncode == 0
     assert calls == [".:tfyarn_sources.zip|-u -m my_pkg.my_task"]
 
 

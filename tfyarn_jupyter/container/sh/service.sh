@@ -82,11 +82,12 @@ fi
 export PYTHONPATH="$TFYARN_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"
 ./env/bin/python -u -m "$TFYARN_TASK_MODULE"
 rc=$?
-# A process killed from outside (kill -9, the OOM killer) reports nothing itself;
-# 143 is YARN stopping the container (SIGTERM), which is not the task's failure, and 75 a
-# trainer ending itself to restart with its cluster (container/regroup.py's FOLLOW_EXIT).
-if [ $rc -ne 0 ] && [ $rc -ne 143 ] && [ $rc -ne 75 ] \
-  && [ "$TFYARN_TASK_MODULE" = "$TFYARN_OWN_TASK_MODULE" ]; then
+# A process killed from outside (kill -9, the OOM killer) reports nothing itself, nor does a
+# custom task module: report its exit, which also ends the run (a task that failed by
+# itself is not restarted in the application). 143 is YARN stopping the container
+# (SIGTERM), which is not the task's failure, and 75 a trainer ending itself to restart
+# with its cluster (container/regroup.py's FOLLOW_EXIT).
+if [ $rc -ne 0 ] && [ $rc -ne 143 ] && [ $rc -ne 75 ]; then
   ./env/bin/python -m "$TFYARN_OWN_TASK_MODULE" --exited $rc || true
 fi
 exit $rc
