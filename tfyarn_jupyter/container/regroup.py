@@ -87,11 +87,9 @@ def cause_of(exit_message: str) -> tuple[str, int | None]:
     return "failed", None
 
 
-#: The losses the TensorFlow cluster recovers from inside its application. A container lost
-#: with its node still ends the application, as before (the client's run-level retry pays it
-#: from the preemption budget, ``core.recovery``): a replacement may wait for that node, and
-#: tests/integration/test_faults.py's stopped-NodeManager test expects the run to fail.
-IN_APPLICATION = ("preempted",)
+#: The losses the TensorFlow cluster recovers from inside its application: a container YARN
+#: took back, or lost with its node (its replacement waits for a node of its partition).
+IN_APPLICATION = ("preempted", "node lost")
 
 
 # -- which task a container is --------------------------------------------------------------------

@@ -62,6 +62,8 @@ def train(task: Task, experiment: Any) -> None:
     elif task.restarts and md.remote:  # a worker starts from the chief's restored variables
         index = md.remote_index()
         regroup.resumed(task, step_of(index.latest if index else None))
+    elif task.restarts:  # a folder every node sees: the Estimator restores from it itself
+        regroup.resumed(task, step_of(tf.train.latest_checkpoint(md.local)))
     task.put("train_start")
     tf.estimator.train_and_evaluate(experiment.estimator, train_spec, experiment.eval_spec)
     task.put("train_stop")

@@ -308,10 +308,18 @@ def test_a_trainer_killed_from_outside_ends_the_application_instead_of_being_res
     assert "137" in events.parse(app.kv).traceback("worker:0")
 
 
-def test_a_container_lost_with_its_node_still_ends_the_application_as_before():
-    """Recovered by the client's run-level retry (a new application, from the preemption
-    budget): a replacement could wait for the lost node as long as YARN lets it."""
+def test_a_container_lost_with_its_node_starts_a_new_generation_and_the_application_goes_on():
+    """Recovered inside the application, as a preemption is: its replacement waits for a
+    node of its partition, the cluster regroups around it."""
     app = App()
     app.add("worker", 0, "FAILED", ended=1, message="Container released on a *lost* node")
+    assert regroup.sync(app, app.kv.get_range(), ["chief", "worker"]) == 1
+    assert app.shutdowns == []
+    assert app.kv.get_range() == {"cluster/lost/worker_0": b"1"}
+
+
+def test_a_container_that_failed_by_itself_still_ends_the_application():
+    app = App()
+    app.add("worker", 0, "FAILED", ended=1, message="Exception from container-launch: exit 1")
     assert regroup.sync(app, app.kv.get_range(), ["chief", "worker"]) == 0
     assert app.shutdowns[0][1].startswith("Failure in service worker")
