@@ -215,7 +215,9 @@ def begin(task: Any) -> str:
     kv = task.app.kv.get_range()
     prev = task.slot.previous
     prev_id = container_id(prev) if prev is not None else ""
-    if prev_id and follow_key(prev_id) in kv:
+    # A preempted container may see its own loss marked in the moment between YARN's
+    # SIGTERM and its SIGKILL, and follow: the loss, marked first, says why.
+    if prev_id and follow_key(prev_id) in kv and lost_key(prev_id) not in kv:
         cause, status = "peer restarted", None
     else:
         cause, status = cause_of(getattr(prev, "exit_message", "") or "")

@@ -182,6 +182,21 @@ def test_a_trainer_that_followed_its_cluster_is_restarted_for_its_peer(monkeypat
     assert regroup.lost_key("chief_0") not in app.kv
 
 
+def test_a_preempted_trainer_that_also_followed_in_its_last_moment_is_recorded_preempted(
+    monkeypatch,
+):
+    """YARN's SIGTERM leaves a preempted process a moment: it may see its own loss marked by
+    a peer and follow. The loss, marked first, is why it restarts (and what it spends)."""
+    app = App()
+    preempted_worker(app)
+    app.kv[regroup.lost_key("worker_0")] = b"1"
+    app.kv[regroup.follow_key("worker_0")] = b"1"
+    task = task_of(monkeypatch, app, "worker_1", {"chief": 1, "worker": 1})
+    assert regroup.begin(task) == ""
+    rec = record_of(app, "worker:0")
+    assert (rec["cause"], rec["exit_status"]) == ("preempted", -102)
+
+
 def test_a_trainer_whose_container_failed_by_itself_ends_the_application_unrecorded(monkeypatch):
     """Its replacement (skein restarts any FAILED container) spends no restart: the run's
     retries decide, as before. An evaluator restarts alone whatever the cause."""
