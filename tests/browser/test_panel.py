@@ -18,6 +18,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
@@ -105,6 +106,23 @@ def panel_of(cell: Any, panel_apps: list[str]) -> tuple[Any, str]:
     return panel, app_id
 
 
+def screenshot(target: Any, path: Path) -> None:
+    """Keep a picture of a live panel for a person to look at. The panel redraws on each
+    poll, so Playwright may find it moving or replaced mid-shot: a few tries, then the
+    whole page (a picture is for the reader; it never fails the test it illustrates)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    why: Exception | None = None
+    for _ in range(3):
+        try:
+            target.screenshot(path=str(path), timeout=10_000, animations="disabled")
+            return
+        except PlaywrightError as exc:
+            why = exc
+            time.sleep(0.5)
+    target.page.screenshot(path=str(path))
+    print(f"{path.name}: the page instead of the panel ({str(why).splitlines()[0]})")
+
+
 def row(panel: Any, task: str) -> Any:
     return panel.locator(f'[data-testid="task-row"][data-task="{task}"]')
 
@@ -142,7 +160,7 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
     history: dict[str, list[str]] = {}
     gpu_tasks: set[str] = set()
     metrics_while_running: list[str] = []
-    screenshot = ARTIFACTS / "panel-mid-run.png"
+    screenshot_path = ARTIFACTS / "panel-mid-run.png"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot_with_metrics = False
     header_mid_run = ""
@@ -162,12 +180,12 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
             metrics_while_running = snap["metrics"]
         if running and chief_running and not logs_clicked:
             # Mid-run: the chief is training; keep a picture, then ask for its logs.
-            panel.screenshot(path=str(screenshot))
+            screenshot(panel, screenshot_path)
             header_mid_run = panel.locator(".tfy-header-section").inner_text()
             row(panel, "chief:0").locator('button[data-testid="logs-button"]').click()
             logs_clicked = True
         if running and snap["metrics"] and not shot_with_metrics:
-            panel.screenshot(path=str(screenshot))
+            screenshot(panel, screenshot_path)
             shot_with_metrics = True
         if snap["appState"] in FINAL_STATES:
             break
@@ -194,7 +212,7 @@ def test_quickstart_panel_shows_task_states_advancing_gpu_badge_metrics_and_logs
     accuracy = panel.locator('[data-testid="metrics-table"] [data-metric="accuracy"]')
     assert re.fullmatch(r"0?\.\d+|1(\.0+)?", accuracy.inner_text().strip()), accuracy.inner_text()
     assert panel.locator('[data-testid="metric-chart"][data-name="loss"] canvas').count() == 1
-    assert screenshot.stat().st_size > 0
+    assert screenshot_path.stat().st_size > 0
     # Mid-run the header has no diagnostics yet, and shows no stray "null" in their place.
     assert app_id in header_mid_run and "RUNNING" in header_mid_run, header_mid_run
     assert "null" not in header_mid_run, header_mid_run

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .test_panel import FINAL_STATES, Lab, panel_of, run_cell
+from .test_panel import FINAL_STATES, Lab, panel_of, run_cell, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 
@@ -111,8 +111,7 @@ def watch_while_running(page: Any, panel: Any, front_end: str) -> dict[str, Any]
                 chart = panel.locator('[data-testid="train-loss-chart"]')
                 seen["hover"] = hover_read_out(page, chart, 0.5)
                 seen["eta"], seen["rate"], seen["max"] = snap["eta"], snap["rate"], snap["maxSteps"]
-                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-                panel.screenshot(path=str(SCREENSHOTS / f"{front_end}-mid-run.png"))
+                screenshot(panel, SCREENSHOTS / f"{front_end}-mid-run.png")
         time.sleep(0.5)
     raise AssertionError(f"the run did not end in {RUN_TIMEOUT_S}s: {panel.evaluate(DASH_JS)}")
 
@@ -180,5 +179,4 @@ def test_dashboard_shows_progress_charts_timeline_and_durations(
     assert len(seen["hover"]) >= 2 and all(v not in ("", "—") for v in seen["hover"]), seen
     assert_end_state(page, panel)
     assert_one_panel_output(cell)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    panel.screenshot(path=str(SCREENSHOTS / f"{front_end}-end.png"))
+    screenshot(panel, SCREENSHOTS / f"{front_end}-end.png")

@@ -23,6 +23,7 @@ from .test_panel import (
     panel_of,
     row,
     run_cell,
+    screenshot,
     wait_for_snapshot,
 )
 
@@ -69,9 +70,8 @@ def test_a_task_row_shows_the_gpus_yarn_reserved_for_it_beside_its_node(
     chief, evaluator = row(panel, "chief:0"), row(panel, "evaluator:0")
     count = chief.locator('[data-testid="gpu-count"]')
     count.wait_for(timeout=30_000)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "panel-gpus.png"
-    panel.screenshot(path=str(shot))
+    screenshot(panel, shot)
     print(f"{app_id}: chief running with its GPU shown {time.monotonic() - t0:.0f}s after "
           f"opening; screenshot {shot}")  # fmt: skip
     assert count.inner_text() == "1 GPU"
