@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from .test_panel import screenshot
+
 pytestmark = [pytest.mark.browser]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,8 +120,7 @@ def test_render_time_per_update(chromium: Any, n: int) -> None:
             f"median {statistics.median(steady):.1f} ms, p90 {p90:.1f} ms, "
             f"max {max(steady):.1f} ms over {len(steady)} updates"
         )
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator(".tfyarn-panel").screenshot(path=str(SCREENSHOTS / f"render-{n}-tasks.png"))
+        screenshot(page.locator(".tfyarn-panel"), SCREENSHOTS / f"render-{n}-tasks.png")
         groups = page.locator('[data-testid="task-group"]')
         if n >= 48:
             # one expandable line per type, counts per state, no task rows until opened
@@ -171,8 +172,7 @@ def test_charts_have_axes_and_read_out_values_under_the_mouse(chromium: Any) -> 
         assert metric.evaluate_all("cs => cs.map(c => c.dataset.name)") == [
             "loss", "accuracy", "auc"]  # fmt: skip
         assert metric.nth(2).locator(".u-axis").count() == 2
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator(".tfyarn-panel").screenshot(path=str(SCREENSHOTS / "render-charts-hover.png"))
+        screenshot(page.locator(".tfyarn-panel"), SCREENSHOTS / "render-charts-hover.png")
     finally:
         page.close()
 
@@ -213,10 +213,8 @@ def test_a_restarted_worker_says_its_attempt_why_and_the_steps_lost(chromium: An
         # and a box read between two redraws was once of a detached element (None)
         box, at = page.evaluate(BAR_AND_MARK, "worker:1")
         assert box and at and box["x"] < at["x"] < box["x"] + box["width"] / 2, (box, at)
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator(".tfyarn-panel").screenshot(path=str(SCREENSHOTS / "render-restarted.png"))
-        page.locator(".tfy-timeline-section").screenshot(
-            path=str(SCREENSHOTS / "render-restarted-timeline.png")
-        )
+        screenshot(page.locator(".tfyarn-panel"), SCREENSHOTS / "render-restarted.png")
+        timeline = page.locator(".tfy-timeline-section")
+        screenshot(timeline, SCREENSHOTS / "render-restarted-timeline.png")
     finally:
         page.close()
