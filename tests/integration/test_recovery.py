@@ -17,14 +17,18 @@ from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 
 from tfyarn_jupyter import TaskSpec, submit
-from tfyarn_jupyter.core import recovery
+from tfyarn_jupyter.core import program, recovery
 from tfyarn_jupyter.hadoop import filesystem
 from tfyarn_jupyter.run import rm_calls
 from tfyarn_jupyter.run.result import RunFailed
 
 from .helpers import unique
 
-pytestmark = [pytest.mark.sandbox, pytest.mark.tf215_only]
+pytestmark = [pytest.mark.sandbox]
+
+TF = program.tensorflow_version() or (0, 0)
+#: tfyarn refuses Keras 3 under MultiWorkerMirrored (keras-team/keras#20585): tf-keras on 2.16+.
+LEGACY = {"TF_USE_LEGACY_KERAS": "1"} if TF >= (2, 16) else {}
 
 SMALL = TaskSpec("1G", 1)
 
@@ -34,6 +38,7 @@ def _evaluator_pid(run) -> int | None:
     return container.get("pid")
 
 
+@pytest.mark.tf215_only
 def test_a_killed_evaluator_restarts_alone_and_the_chief_never_stops(
     sandbox, skein_client, cancer, cancer_files, runs
 ):
@@ -109,6 +114,7 @@ def high_guarantee() -> skein.ApplicationSpec:
                                  services={"sleep": service}, max_attempts=1)  # fmt: skip
 
 
+@pytest.mark.current_tf
 def test_a_preempted_trainer_restarts_with_its_cluster_in_the_same_application(
     preemption_box, box_client, cancer, cancer_files, runs
 ):
@@ -126,7 +132,8 @@ def test_a_preempted_trainer_restarts_with_its_cluster_in_the_same_application(
 
     t0 = time.monotonic()
     run = submit(experiment_fn, {"chief": TRAINER, "worker": TRAINER}, files=cancer_files,
-                 queue="low", name=unique("tfyarn-preempt"), skein_client=box_client)  # fmt: skip
+                 queue="low", name=unique("tfyarn-preempt"), skein_client=box_client,
+                 env=LEGACY)  # fmt: skip
     runs.append(run)
     preempted_at = preempt_a_trainer(run, box_client)
     print(f"FIGURE preempted {preempted_at - t0:.1f}s after the submission")
@@ -178,6 +185,7 @@ def preempt_a_trainer(run, box_client: skein.Client) -> float:
         box_client.kill_application(high)
 
 
+@pytest.mark.tf215_only
 def test_a_run_past_its_bound_on_lost_containers_ends_failed_saying_why_with_no_new_attempt(
     preemption_box, box_client, cancer, cancer_files, runs
 ):
@@ -236,6 +244,7 @@ def wait_for(check, timeout: float, what: str):
     return out
 
 
+@pytest.mark.tf215_only
 def test_a_run_trains_through_a_resourcemanager_restart_and_says_it_is_unreachable_meanwhile(
     preemption_box, box_client, cancer, cancer_files, runs
 ):
