@@ -565,8 +565,8 @@ def test_a_chief_lost_with_its_nodemanager_restarts_in_the_same_application_and_
     def chief_lost() -> dict[str, Any] | None:
         st = run.advance()
         assert not st.ended, (st.app.state, st.failure, st.app.diagnostics)
-        lost = [c for c in skein_client.connect(run.app_id).get_containers(
-            services=["chief"], states=["FAILED"])]  # fmt: skip
+        app = skein_client.connect(run.app_id)
+        lost = app.get_containers(services=["chief"], states=["FAILED"])
         return {"exit_message": lost[0].exit_message} if lost else None
 
     t0 = time.monotonic()

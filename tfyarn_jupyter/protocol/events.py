@@ -147,9 +147,6 @@ class Events:
         """Tasks whose end the client has not acknowledged yet."""
         return [t for t, kinds in self.tasks.items() if "stop" in kinds and t not in self.acked]
 
-    def client_attached(self, now: float, timeout: float) -> bool:
-        return not self.detached and self.heartbeat is not None and now - self.heartbeat < timeout
-
     def client_may_read(self, now: float, timeout: float) -> bool:
         """Whether a task's last events may still be read by a client: one attached, or
         one not heard from yet (it submitted the run and may be connecting), not detached."""

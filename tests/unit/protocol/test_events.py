@@ -188,21 +188,6 @@ def test_unacked_stops_are_ended_tasks_the_client_has_not_acknowledged():
     assert events.parse(kv).unacked_stops() == []
 
 
-@pytest.mark.parametrize(
-    ("heartbeat", "detached", "now", "attached"),
-    [
-        (100.0, False, 105.0, True),
-        (100.0, False, 160.0, False),  # exactly the timeout: no longer attached
-        (100.0, False, 170.0, False),
-        (100.0, True, 105.0, False),
-        (None, False, 105.0, False),
-    ],
-)
-def test_client_attached(heartbeat, detached, now, attached):
-    ev = Events(heartbeat=heartbeat, detached=detached)
-    assert ev.client_attached(now, timeout=60.0) is attached
-
-
 def test_parse_lists_each_tasks_restarts_in_order_with_their_number():
     kv = {
         events.restart_key("worker:0", 10): events.encode({"cause": "failed"}, t=3.0),
@@ -221,6 +206,7 @@ def test_parse_lists_each_tasks_restarts_in_order_with_their_number():
     [
         (None, False, 105.0, True),  # submitted, not heard from yet
         (100.0, False, 105.0, True),
+        (100.0, False, 160.0, False),  # exactly the timeout: no longer read by that client
         (100.0, False, 170.0, False),
         (None, True, 105.0, False),
         (100.0, True, 105.0, False),
