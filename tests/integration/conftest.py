@@ -6,6 +6,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -136,6 +137,7 @@ def secure_box(tmp_path_factory) -> Iterator[Sandbox]:
     root = Path(given) if given else tmp_path_factory.mktemp("secure")
     box = Sandbox(root, shape=SECURE_SHAPE)
     reused = bool(given) and box.status()["ready"]
+    caches = set(_ticket_caches())
     t0 = time.monotonic()
     box.start(timeout=300)
     how = "reused" if reused else "ready"
@@ -149,6 +151,14 @@ def secure_box(tmp_path_factory) -> Iterator[Sandbox]:
             box.stop()
             discard_cluster_data(box)
             _assert_all_gone(box, state)
+            # The clients' own ticket caches, named by this box's keytabs: never used again.
+            for cache in set(_ticket_caches()) - caches:
+                cache.unlink(missing_ok=True)
+
+
+def _ticket_caches() -> list[Path]:
+    """The ticket caches ``hadoop.kerberos.keytab_cache`` names, in this machine's /tmp."""
+    return list(Path(tempfile.gettempdir()).glob(f"tfyarn_krb5cc_{os.getuid()}_*"))
 
 
 def _assert_all_gone(box: Sandbox, state: dict) -> None:

@@ -125,7 +125,10 @@ def serve_mlflow(tmp_path: Path, artifacts: Path) -> Iterator[str]:
         "--backend-store-uri", f"sqlite:///{tmp_path}/mlflow.db",
         "--serve-artifacts", "--artifacts-destination", str(artifacts),
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # Its temporary files (SQLite's schema lock, db_init_lock-*) in the test's folder, not /tmp.
+    (tmp := tmp_path / "server-tmp").mkdir()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})  # fmt: skip
     try:
         t0 = time.monotonic()
         while True:
