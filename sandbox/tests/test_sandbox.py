@@ -103,6 +103,20 @@ def test_stop_of_a_sandbox_never_started_does_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".lock"]
 
 
+def test_stop_discarding_data_removes_hdfs_and_node_caches_and_keeps_the_logs(tmp_path):
+    for d in ("hdfs/name", "nm/cpu/local/usercache", "nm/cpu/logs", "nm/gpu/local", "logs"):
+        (tmp_path / d).mkdir(parents=True)
+    assert main(["--dir", str(tmp_path), "stop", "--discard-data"]) == 0
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_dir())
+    assert left == ["logs", "nm", "nm/cpu", "nm/cpu/logs", "nm/gpu"]
+
+
+def test_stop_keeps_the_data_unless_asked(tmp_path):
+    (tmp_path / "hdfs" / "name").mkdir(parents=True)
+    Sandbox(tmp_path).stop()
+    assert (tmp_path / "hdfs" / "name").is_dir()
+
+
 # -- a stopped sandbox ---------------------------------------------------------------------
 def test_layout_is_read_from_the_state(stopped, tmp_path):
     layout = stopped.layout()

@@ -47,7 +47,10 @@ def parser() -> argparse.ArgumentParser:
     p_start.add_argument(
         "--preemption", action="store_true", help="queues low and high, and YARN's preemption"
     )
-    sub.add_parser("stop", help="stop the sandbox's daemons and containers")
+    p_stop = sub.add_parser("stop", help="stop the sandbox's daemons and containers")
+    p_stop.add_argument(
+        "--discard-data", action="store_true", help="also remove its HDFS data and node caches"
+    )
     sub.add_parser("status", help="report each daemon and whether the cluster is ready")
     p_env = sub.add_parser("env", help="print the shell exports that point clients at the sandbox")
     p_env.add_argument("--user", default=None, help="act as this user (alice, mallory...)")
@@ -136,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "start":
             _start(box)
         elif args.cmd == "stop":
-            box.stop()
+            box.stop(discard_data=args.discard_data)
         elif args.cmd == "status":
             return _status(box)
         elif args.cmd == "env":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -58,19 +57,6 @@ def session_sandbox(root: Path | None = None) -> Iterator[Sandbox]:
             box.stop()
 
 
-def discard_cluster_data(box: Sandbox) -> None:
-    """Remove a stopped sandbox's HDFS blocks and NodeManager caches; keep its logs.
-
-    A suite's own sandbox holds the environment once in HDFS and twice on each
-    NodeManager (localised layers, unpacked layers): about 12 GB that pytest would
-    otherwise keep in its temporary folders for the rest of the run and the next two.
-    Its logs (the daemons' and the containers') stay for a failure's post-mortem.
-    """
-    shutil.rmtree(box.root / "hdfs", ignore_errors=True)
-    for local in (box.root / "nm").glob("*/local"):
-        shutil.rmtree(local, ignore_errors=True)
-
-
 @contextlib.contextmanager
 def skein_driver(box: Sandbox, name: str) -> Iterator[Any]:
     """A skein client (and its Java driver) on ``box``, whose environment is exported;
@@ -103,9 +89,8 @@ def shaped_sandbox(
         with exported(env) if export else contextlib.nullcontext():
             yield box
     finally:
-        if not reused:
-            box.stop()
-            discard_cluster_data(box)
+        if not reused:  # its cluster data (some 12 GB) would stay in pytest's folders
+            box.stop(discard_data=True)
 
 
 class AppTracker:

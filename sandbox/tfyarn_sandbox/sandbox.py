@@ -24,6 +24,7 @@ import dataclasses
 import getpass
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -332,10 +333,19 @@ class Sandbox:
         """Switch the active NameNode of an ``--ha`` sandbox: (old, new, seconds taken)."""
         return sandbox_shaped.failover(self.layout(), self.current_shape())
 
-    def stop(self) -> None:
-        """End this sandbox's daemons (by pid) and any container they left."""
+    def stop(self, discard_data: bool = False) -> None:
+        """End this sandbox's daemons (by pid) and any container they left.
+
+        With ``discard_data``, also remove its HDFS blocks and NodeManager caches (the
+        environment, once in HDFS and twice per NodeManager: about 12 GB), keeping its
+        logs for a failure's post-mortem; the next start formats HDFS afresh.
+        """
         with locked(self.root / ".lock"):
             self._stop_processes()
+            if discard_data:
+                shutil.rmtree(self.root / "hdfs", ignore_errors=True)
+                for local in (self.root / "nm").glob("*/local"):
+                    shutil.rmtree(local, ignore_errors=True)
 
     def restart(self, name: str, timeout: float = 180.0) -> tuple[float, float]:
         """Restart daemon ``name`` alone (see :meth:`daemon_stopped`): the seconds it took

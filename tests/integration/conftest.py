@@ -15,7 +15,6 @@ from typing import Any
 
 import psutil
 import pytest
-from tfyarn_sandbox.fixtures import discard_cluster_data
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes import hosts as sandbox_hosts
 from tfyarn_sandbox.shapes.shape import Shape
@@ -148,8 +147,7 @@ def secure_box(tmp_path_factory) -> Iterator[Sandbox]:
     finally:
         if not reused:
             state = box._state() or {}
-            box.stop()
-            discard_cluster_data(box)
+            box.stop(discard_data=True)
             _assert_all_gone(box, state)
             # The clients' own ticket caches, named by this box's keytabs: never used again.
             for cache in set(_ticket_caches()) - caches:
