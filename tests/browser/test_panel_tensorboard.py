@@ -126,13 +126,14 @@ def open_tensorboard(page: Any, panel: Any, app_id: str) -> tuple[Any, list[str]
     link.wait_for(timeout=LINK_TIMEOUT_S * 1000)
     href = link.get_attribute("href") or ""
     assert f"/proxy/{app_id}/pages/tensorboard/" in href and "user.name=" in href, href
+    assert href.endswith("#timeseries"), href  # the scalars, not the first dashboard with data
     with page.context.expect_page() as new_tab:
         link.click()
     tb = new_tab.value
     puts: list[str] = []
     tb.on("response", lambda r: puts.append(f"{r.request.method} {r.status} {r.url}"))
     tb.wait_for_load_state("load", timeout=120_000)
-    assert f"/proxy/{app_id}/" in tb.url, tb.url
+    assert f"/proxy/{app_id}/" in tb.url and "#timeseries" in tb.url, tb.url
     return tb, puts
 
 

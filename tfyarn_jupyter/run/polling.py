@@ -156,12 +156,20 @@ def waiting_tasks(st: RunStatus, task_specs: Mapping[str, TaskSpec]) -> list[tup
             if t.state == "requested" and t.type in task_specs]  # fmt: skip
 
 
+#: The dashboard the panel's TensorBoard link opens (TensorBoard's own route name).
+TENSORBOARD_DASHBOARD = "timeseries"
+
+
 def tensorboard_url(app: AppInfo, events: protocol.Events) -> str | None:
     """The tensorboard task's proxied page while it serves (it publishes it in its start).
 
     With the application's UI ACLs on, the proxy lets only the run's users in: on a
     cluster without Kerberos (simple HTTP authentication) ``user.name`` says who
     asks, and the ResourceManager keeps it in a cookie for TensorBoard's own requests.
+    The link opens the time series (the run's scalars): without a dashboard in its
+    fragment, TensorBoard shows the first one with data when the page loads, early in a
+    run the Graphs one (an Estimator writes its graph before its first summary), and
+    keeps it in the address across reloads.
     """
     tb = events.task("tensorboard:0")
     url = tb.get("start", {}).get("url")
@@ -169,6 +177,8 @@ def tensorboard_url(app: AppInfo, events: protocol.Events) -> str | None:
         return None
     if app.user and "user.name=" not in url:
         url += ("&" if "?" in url else "?") + urlencode({"user.name": app.user})
+    if "#" not in url:
+        url += "#" + TENSORBOARD_DASHBOARD
     return url
 
 

@@ -126,10 +126,11 @@ def test_the_link_is_there_only_while_tensorboard_serves():
     ev = events.Events()
     assert tensorboard_url(running, ev) is None
     ev.tasks["tensorboard:0"] = {"container": {"t": 1.0}, "start": {"url": url, "t": 2.0}}
-    assert tensorboard_url(running, ev) == url
-    # The run's user, for the proxy's ACL check on a cluster without Kerberos.
+    assert tensorboard_url(running, ev) == url + "#timeseries"
+    # The run's user, for the proxy's ACL check on a cluster without Kerberos; the query
+    # goes before the fragment, or the proxy never sees it.
     owned = dataclasses.replace(running, user="alice")
-    assert tensorboard_url(owned, ev) == url + "?user.name=alice"
+    assert tensorboard_url(owned, ev) == url + "?user.name=alice#timeseries"
     assert tensorboard_url(dataclasses.replace(running, state="FINISHED"), ev) is None
     ev.tasks["tensorboard:0"]["stop"] = {"traceback": "", "t": 3.0}
     assert tensorboard_url(running, ev) is None
