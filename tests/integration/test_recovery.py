@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_jupyter import TaskSpec, submit
 from tfyarn_jupyter.core import program, recovery
 from tfyarn_jupyter.hadoop import filesystem
+from tfyarn_jupyter.panel.summary import status_html
 from tfyarn_jupyter.run import rm_calls
 from tfyarn_jupyter.run.result import RunFailed
 
@@ -81,6 +83,93 @@ def _states():
     from skein.model import ContainerState
 
     return ContainerState
+
+
+# -- a worker's container killed whole through YARN ------------------------------------------
+def _estimator_run(cancer, model_dir: str):
+    def experiment_fn():
+        return cancer.experiment(model_dir, max_steps=1200, save_checkpoints_steps=100,
+                                 step_delay_s=0.03)  # fmt: skip
+
+    return experiment_fn, {"chief": SMALL, "worker": TaskSpec("1G", 1, instances=2), "ps": SMALL}
+
+
+def _keras_run(cancer, model_dir: str):
+    def experiment_fn():
+        import time as _time
+
+        import tensorflow as tf
+
+        exp = cancer.keras_experiment(model_dir, epochs=EPOCHS, steps_per_epoch=STEPS_PER_EPOCH)
+        pause = tf.keras.callbacks.LambdaCallback(on_train_batch_end=lambda *_: _time.sleep(STEP_S))
+        exp.train_params["callbacks"] = [pause]
+        return exp
+
+    return experiment_fn, {"chief": SMALL, "worker": TaskSpec("1G", 1, instances=2)}
+
+
+@pytest.mark.parametrize("kind", [
+    # Four and three containers replaced, followers ending one at a time (regroup.await_turn):
+    # the Estimator on TF 2.15, tf-keras on TF 2.21, as issue 25 asks.
+    pytest.param("estimator", marks=[pytest.mark.tf215_only]),
+    pytest.param("keras", marks=[pytest.mark.current_tf, pytest.mark.tf221_only]),
+])  # fmt: skip
+def test_a_worker_container_killed_through_yarn_regroups_its_cluster_in_the_same_application(
+    kind, sandbox, skein_client, cancer, cancer_files, runs
+):
+    """``yarn container -signal <worker 1's container> FORCEFUL_SHUTDOWN`` mid-training: an
+    Estimator's chief + 2 workers + ps, or Keras MultiWorkerMirrored's chief + 2 workers.
+    The whole cluster restarts from its last checkpoint on HDFS, in the same application,
+    which ends SUCCEEDED; the restart is in the status (the panel's data), the summary and
+    the result, and no retry of the run was spent."""
+    model_dir = filesystem.qualify(f"{filesystem.home()}/tfyarn-test/{unique('signal')}")
+    experiment_fn, specs = (_estimator_run if kind == "estimator" else _keras_run)(
+        cancer, model_dir
+    )
+    run = submit(experiment_fn, specs, files=cancer_files, name=unique(f"tfyarn-signal-{kind}"),
+                 env=LEGACY if kind == "keras" else {})  # fmt: skip
+    runs.append(run)
+    # A checkpoint to resume from: an Estimator's every 100 steps, Keras's each epoch.
+    first = 150 if kind == "estimator" else STEPS_PER_EPOCH + 2
+    wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0) >= first,
+               timeout=400, what="a checkpoint")  # fmt: skip
+    container = {t.task: t.container_id for t in run.status().tasks}["worker:1"]
+    signalled = subprocess.run(
+        ["yarn", "container", "-signal", container, "FORCEFUL_SHUTDOWN"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert signalled.returncode == 0, signalled.stderr[-2000:]
+    killed_at = time.monotonic()
+
+    wait_until(run, lambda st: any(r["cause"] == "container killed" for r in restarts(run)),
+               timeout=180, what="worker:1's replacement")  # fmt: skip
+    print(f"FIGURE replaced {time.monotonic() - killed_at:.1f}s after the signal")
+    result = run.wait(timeout=900)
+    st = run.status()
+    records = run.source.events.restarts
+    print(f"FIGURE restarts {records}")
+    assert result.final_status == "SUCCEEDED"
+    assert result.attempts == [run.app_id] and run.attempt == 0, "no run-level retry spent"
+    assert run.restarts == [] and run.budget.retries == 0
+    # Every task of the cluster restarted once: worker:1 for its loss, the others with it.
+    trainers = {"chief:0", "worker:0", "worker:1"}
+    assert set(records) == trainers | ({"ps:0"} if "ps" in specs else set()), records
+    assert {t: [r["cause"] for r in rs] for t, rs in records.items()} == {
+        t: ["container killed" if t == "worker:1" else "peer restarted"] for t in records
+    }
+    # The chief had trained past a checkpoint (a worker may not have reported a step yet).
+    chief = records["chief:0"][0]
+    assert chief["step"] >= first
+    print(f"FIGURE chief from step {chief['step']} resumed at {chief['resumed_step']}")
+    # The trainers resumed from a checkpoint of the first generation, not from scratch.
+    assert all(records[t][0].get("resumed_step", 0) > 0 for t in trainers), records
+    tasks = {t["task"]: t for t in st.to_dict()["tasks"]}
+    assert tasks["worker:1"]["restarts"] == 1
+    assert tasks["worker:1"]["restart_cause"] == "container killed"
+    assert "container killed" in status_html(st)
+    assert [r["cause"] for r in result.task_restarts["worker:1"]] == ["container killed"]
+    assert result.tasks["chief:0"]["state"] == "succeeded"
+    filesystem.client().delete(filesystem.strip_scheme(model_dir), recursive=True)
 
 
 # -- a trainer preempted by YARN ---------------------------------------------------------

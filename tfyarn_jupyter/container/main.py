@@ -17,8 +17,12 @@ from tfyarn_jupyter.container.task import Task
 
 
 def report_exit(code: int) -> int:
-    """After the task's process died without reporting its stop (killed): report its status."""
+    """After the task's process died without reporting its stop (killed): report its status.
+
+    Its container lived on to run this, so the task failed (``kill -9``, the OOM killer);
+    the marker, written first, tells the cluster's watchers so (``regroup.loss_of``)."""
     task = Task()
+    regroup.ended_by_itself(task)
     if "stop" not in task.snapshot().task(task.name):
         why = f"{task.name}: its process exited with status {code}"
         if code > 128:

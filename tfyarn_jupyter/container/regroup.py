@@ -18,6 +18,15 @@ in skein's key-value store:
 ``cluster/gen/<generation>/<type:index>``
     A task's TensorFlow address in that generation (generation 0 keeps
     ``task/<type:index>/init`` alone, as before).
+``cluster/up/<container id>``, ``cluster/exited/<container id>``
+    The container's task process started; the container ended by itself (its code
+    raised, or its service script lived to report the process killed: ``kill -9``, the
+    kernel's OOM killer). skein says the same of every container whose exit status is
+    positive; these tell a container killed whole (:data:`CONTAINER_KILLED`, a loss)
+    from a task that failed (:func:`loss_of`).
+``cluster/exiting``
+    Owned by the one trainer ending itself to follow its cluster, while it does: they
+    end one at a time (:func:`await_turn`).
 
 A task's index follows skein's numbering: a service's replacement ``k`` (instance
 ``instances + k``) stands in for the ``k``-th of its FAILED containers, in the order
@@ -47,6 +56,7 @@ DEFAULT_PREEMPTIONS = 10
 #: The services of the TensorFlow cluster.
 CLUSTER = ("chief", "worker", "ps")
 LOST, FOLLOW, GEN = "cluster/lost/", "cluster/follow/", "cluster/gen/"
+UP, EXITED = "cluster/up/", "cluster/exited/"
 #: YARN's exit statuses for a lost container, and the diagnostics it gives with them.
 PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
 
@@ -57,6 +67,14 @@ def lost_key(container_id: str) -> str:
 
 def follow_key(container_id: str) -> str:
     return f"{FOLLOW}{container_id}"
+
+
+def up_key(container_id: str) -> str:
+    return f"{UP}{container_id}"
+
+
+def exited_key(container_id: str) -> str:
+    return f"{EXITED}{container_id}"
 
 
 def address_key(generation: int, task: str) -> str:
@@ -74,6 +92,14 @@ def container_id(c: Any) -> str:
 
 
 # -- why a container ended ------------------------------------------------------------------------
+#: A container killed whole from outside: ``yarn container -signal ID FORCEFUL_SHUTDOWN``
+#: (SIGKILL to every process in it) or ``GRACEFUL_SHUTDOWN`` (SIGTERM), by an operator or
+#: a node's tooling. Nothing in it lives to say so.
+CONTAINER_KILLED = "container killed"
+#: skein's words for a container whose exit status is positive, whatever it was.
+EXITED_POSITIVE = "container failed during execution"
+
+
 def cause_of(exit_message: str) -> tuple[str, int | None]:
     """``(cause, exit status)`` from what skein says of an ended container: YARN's diagnostics
     for a container it took back (``core.recovery.cause_of``'s reading, on this side)."""
@@ -87,9 +113,38 @@ def cause_of(exit_message: str) -> tuple[str, int | None]:
     return "failed", None
 
 
+def loss_of(app: Any, kv: Mapping[str, Any], c: Any) -> tuple[str, int | None]:
+    """Why the FAILED container ``c`` ended, ``kv`` a snapshot of the store: YARN's words,
+    else :data:`CONTAINER_KILLED` for one whose task process had started (``up``) and that
+    did not end by itself (no ``exited``: written before the container ends, so looked for
+    afresh when the snapshot lacks it). A container that failed before its task started
+    (its environment, a pre-script hook) is a failure."""
+    message = getattr(c, "exit_message", "") or ""
+    cause, status = cause_of(message)
+    if cause != "failed" or EXITED_POSITIVE not in message.lower():
+        return cause, status
+    cid = container_id(c)
+    if up_key(cid) not in kv or exited_key(cid) in kv or exited_key(cid) in app.kv.get_range():
+        return cause, status
+    return CONTAINER_KILLED, None
+
+
+def started(task: Any) -> None:
+    """Mark the task's container as up: from now on, its end unannounced is its loss."""
+    with contextlib.suppress(Exception):
+        task.app.kv[up_key(task.container_id)] = b"1"
+
+
+def ended_by_itself(task: Any) -> None:
+    """Mark the task's container as ending by itself (a failure, not a loss), before it ends."""
+    with contextlib.suppress(Exception):
+        task.app.kv[exited_key(task.container_id)] = b"1"
+
+
 #: The losses the TensorFlow cluster recovers from inside its application: a container YARN
-#: took back, or lost with its node (its replacement waits for a node of its partition).
-IN_APPLICATION = ("preempted", "node lost")
+#: took back, lost with its node (its replacement waits for a node of its partition), or
+#: killed whole by a signal.
+IN_APPLICATION = ("preempted", "node lost", CONTAINER_KILLED)
 
 
 # -- which task a container is --------------------------------------------------------------------
@@ -156,7 +211,7 @@ def sync(app: Any, kv: Mapping[str, Any], services: Sequence[str]) -> int:
         failed = []
     new = 0
     for c in unmarked(kv, failed):
-        if cause_of(c.exit_message or "")[0] in IN_APPLICATION:
+        if loss_of(app, kv, c)[0] in IN_APPLICATION:
             app.kv[lost_key(container_id(c))] = b"1"
             new += 1
         elif unmarked(app.kv.get_range(), [c]):  # not one that followed since the snapshot
@@ -219,8 +274,10 @@ def begin(task: Any) -> str:
     # SIGTERM and its SIGKILL, and follow: the loss, marked first, says why.
     if prev_id and follow_key(prev_id) in kv and lost_key(prev_id) not in kv:
         cause, status = "peer restarted", None
+    elif prev is not None:
+        cause, status = loss_of(task.app, kv, prev)
     else:
-        cause, status = cause_of(getattr(prev, "exit_message", "") or "")
+        cause, status = "failed", None
     if (
         task.type in CLUSTER
         and prev is not None
@@ -256,8 +313,64 @@ def over_budget(gen: int) -> str:
             f"{bound} restarts for lost containers")  # fmt: skip
 
 
+#: The key a trainer holds while it ends to restart with its cluster: one at a time.
+EXITING = "cluster/exiting"
+#: The most container requests skein's application master may have outstanding when one
+#: more is made (see :func:`await_turn`).
+OUTSTANDING_MAX = 1
+#: How long a trainer waits for its turn to end (s): then it ends anyway, as when the
+#: requests outstanding wait for room that only its own container would make.
+TURN_TIMEOUT_S = 90.0
+
+
+def outstanding(app: Any) -> int:
+    """The application's containers skein's master has asked YARN for and not received."""
+    return len(app.get_containers(states=["WAITING", "REQUESTED"]))
+
+
+def await_turn(task: Any, timeout_s: float | None = None) -> bool:
+    """Wait until this trainer may end to restart with its cluster: it alone is ending
+    (it owns :data:`EXITING`) and at most :data:`OUTSTANDING_MAX` container request is
+    outstanding. Whether it got its turn (False: it timed out, and ends anyway).
+
+    Why: skein 0.8.2's application master numbers a new request with the smallest
+    outstanding priority + 1 (``TreeMap.lastKey()``, meant as the largest, but Hadoop's
+    ``Priority`` sorts from high numbers to low), so with two requests outstanding a third
+    one takes the second's number; the master then releases every container YARN gives
+    that number but one, and a replacement is never started. Ending one at a time, with at
+    most one request outstanding, no number repeats. The key is owned by this container:
+    the master deletes it when the container ends, under the same lock as it requests the
+    replacement, so the next trainer's count includes that request.
+    """
+    import skein
+
+    limit = TURN_TIMEOUT_S if timeout_s is None else timeout_s
+    deadline = time.monotonic() + limit
+    me, owned = task.container_id, False
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if not owned:
+                owned = (
+                    task.app.kv.transaction(
+                        conditions=[skein.kv.missing(EXITING)],
+                        on_success=[skein.kv.put(EXITING, me.encode(), owner=me)],
+                    ).succeeded
+                    or task.app.kv.get(EXITING) == me.encode()
+                )
+            if owned and outstanding(task.app) <= OUTSTANDING_MAX:
+                return True
+        time.sleep(POLL_S)
+    log(
+        f"{task.name}: no turn to restart in {limit:.0f} s (container requests outstanding:"
+        " skein's master could starve one); restarting anyway"
+    )
+    return False
+
+
 def follow(task: Any) -> None:
-    """End this process so that skein restarts the task in the cluster's new generation."""
+    """End this process so that skein restarts the task in the cluster's new generation
+    (when its turn comes: :func:`await_turn`)."""
+    await_turn(task)
     with contextlib.suppress(Exception):
         task.app.kv[follow_key(task.container_id)] = b"1"
     log(f"{task.name}: a peer was lost; restarting with the cluster")

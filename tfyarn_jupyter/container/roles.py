@@ -33,12 +33,14 @@ def run(task: Task) -> int:
         log(f"{task.name}: its restart was not recorded: {exc!r}")
     if why:  # its container failed by itself: that spends a retry of the run, as before;
         log(why)  # the failed container's stop (its traceback) stays for the client to read
+        regroup.ended_by_itself(task)
         regroup.end_application(task, why)
         return 1
     if task.restarts:  # in place of a lost container: its end is not this one's
         task.forget_stop()
     task.put("container", host=socket.gethostname(), attempt=task.attempt, pid=os.getpid(),
              restarts=task.restarts, container=task.container_id)  # fmt: skip
+    regroup.started(task)
     task.phase("interpreter", at=_process_start())
     task.watch_client()
     tb = _run_role_reporting(task)
@@ -63,6 +65,7 @@ def run(task: Task) -> int:
 def _fail_application(task: Task) -> None:
     """A task whose own code raised ends the run, as before: YARN's application master
     restarts a lost container (issue 25), never one that failed by itself."""
+    regroup.ended_by_itself(task)
     regroup.end_application(task, f"Failure in service {task.type}, its code raised")
 
 

@@ -4,11 +4,13 @@ Pure: the decision table of issue 25, from what YARN says of a lost container (i
 status, or the diagnostics skein passes on), the task's type and the program's strategy.
 
 - **Why.** A container YARN took back (PREEMPTED, -102), or lost with its node (ABORTED,
-  -100, "released on a *lost* node"; DISKS_FAILED, -101), is not the task's fault: it is
-  restarted without spending the user's ``nb_retries``, from a budget of its own
-  (``preemptions``, generous by default). A task that failed on its own (its code raised,
-  it ran out of memory) spends a retry, as before; ``nb_retries=0`` still means one try.
-  A task the user killed is not restarted.
+  -100, "released on a *lost* node"; DISKS_FAILED, -101), or killed whole by a signal
+  (``yarn container -signal ID FORCEFUL_SHUTDOWN``: exit 137, with nothing left in it to
+  report), is not the task's fault: it is restarted without spending the user's
+  ``nb_retries``, from a budget of its own (``preemptions``, generous by default). A task
+  that failed on its own (its code raised, it ran out of memory, its process was killed
+  inside a container that lived on) spends a retry, as before; ``nb_retries=0`` still
+  means one try. A task the user killed is not restarted.
 - **What.** A task no one depends on (evaluator, tensorboard) restarts alone. Trainers and
   parameter servers restart as the strategy needs: all-reduce (MultiWorkerMirrored, an
   Estimator's between-graph replication) and a lost ps need every task of the TensorFlow
@@ -54,8 +56,13 @@ class Cause(str, enum.Enum):
 
     PREEMPTED = "preempted"
     NODE_LOST = "node lost"
+    CONTAINER_KILLED = "container killed"
     KILLED = "killed"
     FAILED = "failed"
+
+
+#: The container's loss, not the task's failure: paid from the run's own bound.
+LOSSES = (Cause.PREEMPTED, Cause.NODE_LOST, Cause.CONTAINER_KILLED)
 
 
 def cause_of(exit_message: str, exit_status: int | None = None) -> Cause:
@@ -110,7 +117,7 @@ def decide(
     if cause is Cause.KILLED:
         return Decision((), "", budget, f"{task} was killed by the user: not restarted", True)
     what = restart_set(task_type, strategy, topology)
-    if cause in (Cause.PREEMPTED, Cause.NODE_LOST):
+    if cause in LOSSES:
         if budget.preemptions <= 0:
             why = f"{task} {cause.value} once more than the run's restarts for lost containers"
             return Decision((), "", budget, why, True)
@@ -132,7 +139,7 @@ def losses_restarted(restarts: Mapping[str, Sequence[Mapping[str, Any]]]) -> int
     """How many lost containers an application restarted itself: its tasks' restart records
     (``protocol.events``' ``restarts``) whose cause is the container's loss. A peer stopped
     to regroup, or a task that failed on its own, spent nothing of the bound."""
-    lost = (Cause.PREEMPTED.value, Cause.NODE_LOST.value)
+    lost = {c.value for c in LOSSES}
     return sum(1 for records in restarts.values() for r in records if r.get("cause") in lost)
 
 

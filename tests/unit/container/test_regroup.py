@@ -26,6 +26,14 @@ class KV(dict):
     def get_range(self) -> dict:
         return dict(self)
 
+    def transaction(self, conditions=(), on_success=(), on_failure=()):
+        """skein's transaction, for the conditions and operations regroup uses: ``missing``
+        and ``put``."""
+        ok = all(c.key not in self for c in conditions)
+        for op in on_success if ok else on_failure:
+            self[op.key] = op.value
+        return types.SimpleNamespace(succeeded=ok, results=[])
+
 
 class App:
     """skein's application client: a dict store, containers as the master lists them."""
@@ -333,8 +341,102 @@ def test_a_container_lost_with_its_node_starts_a_new_generation_and_the_applicat
     assert app.kv.get_range() == {"cluster/lost/worker_0": b"1"}
 
 
+def test_a_container_killed_whole_after_its_task_started_is_lost_not_failed():
+    """``yarn container -signal ID FORCEFUL_SHUTDOWN``: skein says only that the container
+    failed; its task had started and nothing in it lived to say it ended by itself."""
+    app = App()
+    app.add("worker", 0, "FAILED", ended=1, message=FOLLOWED)
+    app.kv[regroup.up_key("worker_0")] = b"1"
+    assert regroup.sync(app, app.kv.get_range(), ["chief", "worker"]) == 1
+    assert app.shutdowns == [] and regroup.lost_key("worker_0") in app.kv
+
+
+@pytest.mark.parametrize("in_snapshot", [True, False])
+def test_a_container_whose_task_said_it_ended_by_itself_fails_the_run(in_snapshot):
+    """Its code raised, or its service script reported the process killed: a failure, even
+    when the marker came after the snapshot the watcher read (it is written before the
+    container ends)."""
+    app = App()
+    app.add("worker", 0, "FAILED", ended=1, message=FOLLOWED)
+    app.kv[regroup.up_key("worker_0")] = b"1"
+    snapshot = app.kv.get_range()
+    app.kv[regroup.exited_key("worker_0")] = b"1"
+    kv = app.kv.get_range() if in_snapshot else snapshot
+    assert regroup.sync(app, kv, ["chief", "worker"]) == 0
+    assert app.shutdowns[0][1].startswith("Failure in service worker")
+    assert regroup.lost_key("worker_0") not in app.kv
+
+
+def test_a_container_that_failed_before_its_task_started_fails_the_run():
+    """Its environment or a pre-script hook failed: every replacement would fail the same."""
+    app = App()
+    app.add("worker", 0, "FAILED", ended=1, message=FOLLOWED)
+    assert regroup.sync(app, app.kv.get_range(), ["chief", "worker"]) == 0
+    assert app.shutdowns and regroup.lost_key("worker_0") not in app.kv
+
+
+def test_the_replacement_of_a_container_killed_whole_records_why_and_marks_the_loss(monkeypatch):
+    app = App()
+    app.add("chief", 0)
+    app.add("worker", 0, "FAILED", ended=1, message=FOLLOWED)
+    app.add("worker", 1)
+    app.kv[regroup.up_key("worker_0")] = b"1"
+    app.kv[events.progress_key("worker:0")] = events.encode({"step": 410})
+    task = task_of(monkeypatch, app, "worker_1", {"chief": 1, "worker": 1})
+    assert regroup.begin(task) == ""
+    rec = record_of(app, "worker:0")
+    assert (rec["cause"], rec["step"], rec["container"]) == ("container killed", 410, "worker_0")
+    assert regroup.lost_key("worker_0") in app.kv
+
+
 def test_a_container_that_failed_by_itself_still_ends_the_application():
     app = App()
     app.add("worker", 0, "FAILED", ended=1, message="Exception from container-launch: exit 1")
     assert regroup.sync(app, app.kv.get_range(), ["chief", "worker"]) == 0
     assert app.shutdowns[0][1].startswith("Failure in service worker")
+
+
+# -- ending one at a time -------------------------------------------------------------------------
+def test_a_trainer_ends_to_restart_alone_and_with_at_most_one_request_outstanding(monkeypatch):
+    """skein's master would give a third request the priority of a second outstanding one
+    and never start it: a trainer waits for its turn (no other ending, at most one
+    request outstanding) before it ends, and times out rather than hang."""
+    monkeypatch.setattr(regroup, "POLL_S", 0.01)
+    app = App()
+    app.add("chief", 0)
+    app.add("worker", 0, "FAILED", ended=1, message=PREEMPTED)
+    app.add("worker", 2, "REQUESTED")  # worker_0's replacement
+    app.add("ps", 0, "FAILED", ended=2, message=FOLLOWED)
+    app.add("ps", 1, "REQUESTED")  # ps_0 followed: two requests outstanding
+    chief = task_of(monkeypatch, app, "chief_0", {"chief": 1, "worker": 1, "ps": 1})
+    assert regroup.await_turn(chief, timeout_s=0.1) is False
+    assert app.kv[regroup.EXITING] == b"chief_0"  # its turn is next: it keeps the key
+    app.containers[2].state = "RUNNING"  # worker_0's replacement allocated
+    assert regroup.await_turn(chief, timeout_s=1.0) is True
+
+
+def test_a_trainer_waits_while_another_holds_the_turn(monkeypatch):
+    monkeypatch.setattr(regroup, "POLL_S", 0.01)
+    app = App()
+    app.add("chief", 0)
+    app.add("worker", 0)
+    app.kv[regroup.EXITING] = b"worker_0"  # worker_0 is ending; no request outstanding
+    chief = task_of(monkeypatch, app, "chief_0", {"chief": 1, "worker": 1})
+    assert regroup.await_turn(chief, timeout_s=0.1) is False
+    del app.kv[regroup.EXITING]  # skein's master deletes it as worker_0's container ends
+    assert regroup.await_turn(chief, timeout_s=1.0) is True
+    assert app.kv[regroup.EXITING] == b"chief_0"
+
+
+def test_following_marks_the_container_and_exits_after_its_turn(monkeypatch):
+    monkeypatch.setattr(regroup, "POLL_S", 0.01)
+    app = App()
+    app.add("chief", 0)
+    app.add("worker", 0)
+    chief = task_of(monkeypatch, app, "chief_0", {"chief": 1, "worker": 1})
+    order: list = []
+    monkeypatch.setattr(regroup, "await_turn", lambda task: order.append("turn"))
+    monkeypatch.setattr(regroup.os, "_exit", lambda code: order.append(code))
+    regroup.follow(chief)
+    assert order == ["turn", regroup.FOLLOW_EXIT]
+    assert regroup.follow_key("chief_0") in app.kv

@@ -17,7 +17,7 @@ import cloudpickle
 import pytest
 import skein
 
-from tfyarn_jupyter.container import main
+from tfyarn_jupyter.container import main, regroup
 from tfyarn_jupyter.container.task import Task
 from tfyarn_jupyter.protocol import events
 from tfyarn_jupyter.protocol.contract import PAYLOAD, TaskContract
@@ -251,6 +251,8 @@ def test_report_exit_keeps_a_stop_the_task_already_reported(app, monkeypatch):
     put(app.kv, "worker:1", "stop", t=1.0, traceback="", exit_code=0)
     before = dict(app.kv)
     assert main.report_exit(137) == 137
+    # The stop stays; the container is marked as ending by itself (not a lost container).
+    assert app.kv.pop(regroup.exited_key("worker_1")) == b"1"
     assert app.kv == before
 
 

@@ -44,6 +44,9 @@ TOPOLOGIES = {
         ("Killed by user", None, Cause.KILLED),
         ("Exception from container-launch. Exit code: 1", None, Cause.FAILED),
         ("is running beyond physical memory limits", None, Cause.FAILED),
+        # An attempt the client sees end on a kill: a container killed whole restarts inside
+        # its application (container.regroup), so what ends one is a task killed inside.
+        ("Container killed on request. Exit code is 137", None, Cause.FAILED),
         ("", None, Cause.FAILED),
     ],
 )
@@ -60,7 +63,8 @@ def test_every_cause_task_and_strategy_has_exactly_one_decision():
                 assert d.restart == () and d.spends == ""
                 continue
             assert task_type in d.restart, (strategy, task_type, cause, d)
-            expected = "preemptions" if cause in (Cause.PREEMPTED, Cause.NODE_LOST) else "retries"
+            losses = (Cause.PREEMPTED, Cause.NODE_LOST, Cause.CONTAINER_KILLED)
+            expected = "preemptions" if cause in losses else "retries"
             assert d.spends == expected
 
 
@@ -144,8 +148,9 @@ def test_only_a_lost_container_counts_against_the_bound_not_a_peer_that_regroupe
         "worker:1": [{"cause": "preempted"}, {"cause": "node lost"}],
         "chief:0": [{"cause": "peer restarted"}, {"cause": "peer restarted"}],
         "evaluator:0": [{"cause": "preempted"}, {"cause": "failed"}],
+        "ps:0": [{"cause": "container killed"}],
     }
-    assert losses_restarted(records) == 3
+    assert losses_restarted(records) == 4
     assert losses_restarted({}) == 0
 
 
