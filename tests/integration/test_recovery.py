@@ -109,7 +109,7 @@ def _keras_run(cancer, model_dir: str):
 
 
 @pytest.mark.parametrize("kind", [
-    # Four and three containers replaced, followers ending one at a time (regroup.await_turn):
+    # Four and three containers replaced, followers ending one at a time (exit_gate):
     # the Estimator on TF 2.15, tf-keras on TF 2.21, as issue 25 asks.
     pytest.param("estimator", marks=[pytest.mark.tf215_only]),
     pytest.param("keras", marks=[pytest.mark.current_tf, pytest.mark.tf221_only]),

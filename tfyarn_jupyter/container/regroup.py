@@ -26,7 +26,7 @@ in skein's key-value store:
     from a task that failed (:func:`loss_of`).
 ``cluster/exiting``
     Owned by the one trainer ending itself to follow its cluster, while it does: they
-    end one at a time (:func:`await_turn`).
+    end one at a time (:mod:`~tfyarn_jupyter.container.exit_gate`).
 
 A task's index follows skein's numbering: a service's replacement ``k`` (instance
 ``instances + k``) stands in for the ``k``-th of its FAILED containers, in the order
@@ -44,6 +44,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tfyarn_jupyter.container import exit_gate
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.protocol import events
 
@@ -313,64 +314,10 @@ def over_budget(gen: int) -> str:
             f"{bound} restarts for lost containers")  # fmt: skip
 
 
-#: The key a trainer holds while it ends to restart with its cluster: one at a time.
-EXITING = "cluster/exiting"
-#: The most container requests skein's application master may have outstanding when one
-#: more is made (see :func:`await_turn`).
-OUTSTANDING_MAX = 1
-#: How long a trainer waits for its turn to end (s): then it ends anyway, as when the
-#: requests outstanding wait for room that only its own container would make.
-TURN_TIMEOUT_S = 90.0
-
-
-def outstanding(app: Any) -> int:
-    """The application's containers skein's master has asked YARN for and not received."""
-    return len(app.get_containers(states=["WAITING", "REQUESTED"]))
-
-
-def await_turn(task: Any, timeout_s: float | None = None) -> bool:
-    """Wait until this trainer may end to restart with its cluster: it alone is ending
-    (it owns :data:`EXITING`) and at most :data:`OUTSTANDING_MAX` container request is
-    outstanding. Whether it got its turn (False: it timed out, and ends anyway).
-
-    Why: skein 0.8.2's application master numbers a new request with the smallest
-    outstanding priority + 1 (``TreeMap.lastKey()``, meant as the largest, but Hadoop's
-    ``Priority`` sorts from high numbers to low), so with two requests outstanding a third
-    one takes the second's number; the master then releases every container YARN gives
-    that number but one, and a replacement is never started. Ending one at a time, with at
-    most one request outstanding, no number repeats. The key is owned by this container:
-    the master deletes it when the container ends, under the same lock as it requests the
-    replacement, so the next trainer's count includes that request.
-    """
-    import skein
-
-    limit = TURN_TIMEOUT_S if timeout_s is None else timeout_s
-    deadline = time.monotonic() + limit
-    me, owned = task.container_id, False
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            if not owned:
-                owned = (
-                    task.app.kv.transaction(
-                        conditions=[skein.kv.missing(EXITING)],
-                        on_success=[skein.kv.put(EXITING, me.encode(), owner=me)],
-                    ).succeeded
-                    or task.app.kv.get(EXITING) == me.encode()
-                )
-            if owned and outstanding(task.app) <= OUTSTANDING_MAX:
-                return True
-        time.sleep(POLL_S)
-    log(
-        f"{task.name}: no turn to restart in {limit:.0f} s (container requests outstanding:"
-        " skein's master could starve one); restarting anyway"
-    )
-    return False
-
-
 def follow(task: Any) -> None:
     """End this process so that skein restarts the task in the cluster's new generation
-    (when its turn comes: :func:`await_turn`)."""
-    await_turn(task)
+    (when its turn comes: :func:`exit_gate.wait_for_turn`)."""
+    exit_gate.wait_for_turn(task)
     with contextlib.suppress(Exception):
         task.app.kv[follow_key(task.container_id)] = b"1"
     log(f"{task.name}: a peer was lost; restarting with the cluster")

@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from tfyarn_jupyter.container import progress, regroup, roles
+from tfyarn_jupyter.container import exit_gate, progress, regroup, roles
 from tfyarn_jupyter.container.task import Task
 from tfyarn_jupyter.protocol import events
 from tfyarn_jupyter.protocol.contract import TaskContract
@@ -396,38 +396,7 @@ def test_a_container_that_failed_by_itself_still_ends_the_application():
     assert app.shutdowns[0][1].startswith("Failure in service worker")
 
 
-# -- ending one at a time -------------------------------------------------------------------------
-def test_a_trainer_ends_to_restart_alone_and_with_at_most_one_request_outstanding(monkeypatch):
-    """skein's master would give a third request the priority of a second outstanding one
-    and never start it: a trainer waits for its turn (no other ending, at most one
-    request outstanding) before it ends, and times out rather than hang."""
-    monkeypatch.setattr(regroup, "POLL_S", 0.01)
-    app = App()
-    app.add("chief", 0)
-    app.add("worker", 0, "FAILED", ended=1, message=PREEMPTED)
-    app.add("worker", 2, "REQUESTED")  # worker_0's replacement
-    app.add("ps", 0, "FAILED", ended=2, message=FOLLOWED)
-    app.add("ps", 1, "REQUESTED")  # ps_0 followed: two requests outstanding
-    chief = task_of(monkeypatch, app, "chief_0", {"chief": 1, "worker": 1, "ps": 1})
-    assert regroup.await_turn(chief, timeout_s=0.1) is False
-    assert app.kv[regroup.EXITING] == b"chief_0"  # its turn is next: it keeps the key
-    app.containers[2].state = "RUNNING"  # worker_0's replacement allocated
-    assert regroup.await_turn(chief, timeout_s=1.0) is True
-
-
-def test_a_trainer_waits_while_another_holds_the_turn(monkeypatch):
-    monkeypatch.setattr(regroup, "POLL_S", 0.01)
-    app = App()
-    app.add("chief", 0)
-    app.add("worker", 0)
-    app.kv[regroup.EXITING] = b"worker_0"  # worker_0 is ending; no request outstanding
-    chief = task_of(monkeypatch, app, "chief_0", {"chief": 1, "worker": 1})
-    assert regroup.await_turn(chief, timeout_s=0.1) is False
-    del app.kv[regroup.EXITING]  # skein's master deletes it as worker_0's container ends
-    assert regroup.await_turn(chief, timeout_s=1.0) is True
-    assert app.kv[regroup.EXITING] == b"chief_0"
-
-
+# -- following the cluster --------------------------------------------------------------------
 def test_following_marks_the_container_and_exits_after_its_turn(monkeypatch):
     monkeypatch.setattr(regroup, "POLL_S", 0.01)
     app = App()
@@ -435,7 +404,7 @@ def test_following_marks_the_container_and_exits_after_its_turn(monkeypatch):
     app.add("worker", 0)
     chief = task_of(monkeypatch, app, "chief_0", {"chief": 1, "worker": 1})
     order: list = []
-    monkeypatch.setattr(regroup, "await_turn", lambda task: order.append("turn"))
+    monkeypatch.setattr(exit_gate, "wait_for_turn", lambda task: order.append("turn"))
     monkeypatch.setattr(regroup.os, "_exit", lambda code: order.append(code))
     regroup.follow(chief)
     assert order == ["turn", regroup.FOLLOW_EXIT]
