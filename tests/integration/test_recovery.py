@@ -108,6 +108,16 @@ def _keras_run(cancer, model_dir: str):
     return experiment_fn, {"chief": SMALL, "worker": TaskSpec("1G", 1, instances=2)}
 
 
+def _all_training(st, trainers: set[str]) -> float | None:
+    """When the last of ``trainers`` reached its first step (epoch s; its latest container's)."""
+    firsts = [t.phases.get("first_step") for t in st.tasks if t.task in trainers]
+    return max(firsts) / 1000 if len(firsts) == len(trainers) and all(firsts) else None
+
+
+def _seconds(t: float | None, since: float) -> str:
+    return f"{t - since:.1f}s" if t is not None else "(not reported)"
+
+
 @pytest.mark.parametrize("kind", [
     # Four and three containers replaced, followers ending one at a time (exit_gate):
     # the Estimator on TF 2.15, tf-keras on TF 2.21, as issue 25 asks.
@@ -126,6 +136,8 @@ def test_a_worker_container_killed_through_yarn_regroups_its_cluster_in_the_same
     experiment_fn, specs = (_estimator_run if kind == "estimator" else _keras_run)(
         cancer, model_dir
     )
+    trainers = {"chief:0", "worker:0", "worker:1"}
+    submitted_at = time.time()
     run = submit(experiment_fn, specs, files=cancer_files, name=unique(f"tfyarn-signal-{kind}"),
                  env=LEGACY if kind == "keras" else {})  # fmt: skip
     runs.append(run)
@@ -133,13 +145,14 @@ def test_a_worker_container_killed_through_yarn_regroups_its_cluster_in_the_same
     first = 150 if kind == "estimator" else STEPS_PER_EPOCH + 2
     wait_until(run, lambda st: ((st.progress.get("chief:0") or {}).get("step") or 0) >= first,
                timeout=400, what="a checkpoint")  # fmt: skip
-    container = {t.task: t.container_id for t in run.status().tasks}["worker:1"]
+    before = run.status()
+    container = {t.task: t.container_id for t in before.tasks}["worker:1"]
     signalled = subprocess.run(
         ["yarn", "container", "-signal", container, "FORCEFUL_SHUTDOWN"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert signalled.returncode == 0, signalled.stderr[-2000:]
-    killed_at = time.monotonic()
+    killed_at, signalled_at = time.monotonic(), time.time()
 
     wait_until(run, lambda st: any(r["cause"] == "container killed" for r in restarts(run)),
                timeout=180, what="worker:1's replacement")  # fmt: skip
@@ -151,8 +164,16 @@ def test_a_worker_container_killed_through_yarn_regroups_its_cluster_in_the_same
     assert result.final_status == "SUCCEEDED"
     assert result.attempts == [run.app_id] and run.attempt == 0, "no run-level retry spent"
     assert run.restarts == [] and run.budget.retries == 0
+    # The issue's figures: the regroup against a new application (this run's own warm launch,
+    # without the time a run-level retry takes to see the failure), and the steps lost.
+    regroup_s = _seconds(_all_training(st, trainers), signalled_at)
+    launch_s = _seconds(_all_training(before, trainers), submitted_at)
+    print(f"FIGURE every trainer training again {regroup_s} after the signal; a new application"
+          f" (this run's launch): every trainer's first step {launch_s} after submit")  # fmt: skip
+    print("FIGURE steps lost " + ", ".join(
+        f"{t}: {rs[0]['step'] - rs[0]['resumed_step']}" for t, rs in sorted(records.items())
+        if rs[0].get("step") is not None and rs[0].get("resumed_step") is not None))  # fmt: skip
     # Every task of the cluster restarted once: worker:1 for its loss, the others with it.
-    trainers = {"chief:0", "worker:0", "worker:1"}
     assert set(records) == trainers | ({"ps:0"} if "ps" in specs else set()), records
     assert {t: [r["cause"] for r in rs] for t, rs in records.items()} == {
         t: ["container killed" if t == "worker:1" else "peer restarted"] for t in records
