@@ -125,7 +125,7 @@ def loss_of(app: Any, kv: Mapping[str, Any], c: Any) -> tuple[str, int | None]:
     if cause != "failed" or EXITED_POSITIVE not in message.lower():
         return cause, status
     cid = container_id(c)
-    if up_key(cid) not in kv or exited_key(cid) in kv or exited_key(cid) in app.kv.get_range():
+    if up_key(cid) not in kv or exited_key(cid) in kv or app.kv.get(exited_key(cid)) is not None:
         return cause, status
     return CONTAINER_KILLED, None
 
