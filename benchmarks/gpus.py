@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import skein
-from tfyarn_sandbox.fixtures import shaped_sandbox
+from tfyarn_sandbox.fixtures import suite_sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 
 from tfyarn_jupyter.core.spec import NodeLabel, TaskSpec
@@ -67,7 +67,7 @@ def _to_running(bench: Bench, client: skein.Client, gpus: int, name: str) -> tup
 
 def gpus(bench: Bench) -> None:
     root = bench.tmp / "gpus-sandbox"
-    with shaped_sandbox(root, Shape(gpus=2)), contextlib.closing(skein.Client(log=False)) as client:
+    with suite_sandbox(root, Shape(gpus=2)), contextlib.closing(skein.Client(log=False)) as client:
         bench.log("gpus: first launch (uploads the environment into this sandbox), not counted")
         _to_running(bench, client, 1, "tfyarn-bench-gpu-warmup")
         times: dict[str, list[float]] = {v: [] for v in VARIANTS}

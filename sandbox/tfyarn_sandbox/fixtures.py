@@ -5,10 +5,12 @@ fixtures and the benchmarks share, with no dependency on pytest.
 default folder) up, or reuses it when it is already healthy, and exports its client
 environment into ``os.environ`` while it is held. A sandbox it started itself is
 stopped at the end unless ``TFYARN_KEEP_SANDBOX`` is set; one that was already
-running is left running. :func:`skein_driver` is a skein client on a sandbox (the
-session's, or a suite's own shaped one), its driver's log in the sandbox's log folder,
-closed at the end. :class:`AppTracker` remembers the applications a test
-submits and kills those still running at its end.
+running is left running. :func:`suite_sandbox` gives a suite that needs a shaped
+sandbox the session's when its shape will do, else one of the suite's own.
+:func:`skein_driver` is a skein client on a sandbox (the session's, or a suite's own
+shaped one), its driver's log in the sandbox's log folder, closed at the end.
+:class:`AppTracker` remembers the applications a test submits and kills those still
+running at its end.
 """
 
 from __future__ import annotations
@@ -91,6 +93,31 @@ def shaped_sandbox(
     finally:
         if not reused:  # its cluster data (some 12 GB) would stay in pytest's folders
             box.stop(discard_data=True)
+
+
+@contextlib.contextmanager
+def suite_sandbox(
+    root: Path, shape: Shape, *, timeout: float = 300.0, export: bool = True
+) -> Iterator[Sandbox]:
+    """The sandbox a suite that needs ``shape`` runs on: the session's own (at
+    ``TFYARN_SANDBOX_DIR``) when it is up and its shape covers ``shape``, so the suites
+    of a test run share one cluster and one copy of the environment on it (CI starts
+    its second lane's sandbox with ``--gpus 2`` for this); else one of
+    ``shape`` at ``root``, as :func:`shaped_sandbox` starts and removes it.
+
+    The session's sandbox is left running, its environment exported while held unless
+    ``export`` is false.
+    """
+    session = Sandbox(default_root())
+    if session.current_shape().covers(shape) and session.status()["ready"]:
+        flags = " ".join(session.current_shape().flags()) or "(default shape)"
+        print(f"sandbox {flags}: the session's, at {session.root}, for a suite asking "
+              f"{' '.join(shape.flags())}")  # fmt: skip
+        with exported(session.env()) if export else contextlib.nullcontext():
+            yield session
+        return
+    with shaped_sandbox(root, shape, timeout=timeout, export=export) as box:
+        yield box
 
 
 class AppTracker:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tfyarn_sandbox.fixtures import shaped_sandbox
+from tfyarn_sandbox.fixtures import suite_sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 
 from .test_panel import (
@@ -39,9 +39,10 @@ GPU_LAUNCH = (
 
 @pytest.fixture(scope="module")
 def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The client environment of a ``--gpus 2`` sandbox of this module's own."""
+    """The client environment of a ``--gpus 2`` sandbox: the session's when it has two GPUs
+    and nothing else (CI's second lane), else one of this module's own."""
     root = tmp_path_factory.mktemp("panel-gpus") / "box"
-    with shaped_sandbox(root, Shape(gpus=2), export=False) as box:
+    with suite_sandbox(root, Shape(gpus=2), export=False) as box:
         yield box.env()
 
 

@@ -1,4 +1,4 @@
-"""GPUs as YARN counts them, on a sandbox of its own started with ``--gpus 2`` (issue 24).
+"""GPUs as YARN counts them, on a sandbox started with ``--gpus 2`` (issue 24).
 
 The gpu NodeManager declares two ``yarn.io/gpu``. First plain skein applications (no
 TensorFlow) ask for them on the ``gpu`` partition through ``ml-gpu``, the queue that
@@ -25,8 +25,8 @@ from tfyarn_sandbox.fixtures import (
     AppTracker,
     exported,
     killing_leftovers,
-    shaped_sandbox,
     skein_driver,
+    suite_sandbox,
 )
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
@@ -52,8 +52,9 @@ def on_gpus(gpus: int) -> TaskSpec:
 
 @pytest.fixture(scope="module")
 def gpu_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """A sandbox of this module's own with ``--gpus 2``, its environment exported."""
-    with shaped_sandbox(tmp_path_factory.mktemp("gpus") / "box", Shape(gpus=GPUS)) as box:
+    """A sandbox with ``--gpus 2``, its environment exported: the session's when it has two
+    GPUs and nothing else (CI's second lane), else one of this module's own."""
+    with suite_sandbox(tmp_path_factory.mktemp("gpus") / "box", Shape(gpus=GPUS)) as box:
         yield box
 
 
@@ -234,7 +235,23 @@ def test_two_trainers_take_both_gpus_and_a_third_waits_saying_it_waits_for_a_gpu
     gpu_box, gpu_client, gpu_runs, model_dir, cancer, cancer_files
 ):
     def long_training(where: str) -> Callable[[], Any]:
-        return lambda: cancer.keras_experiment(where, epochs=40, steps_per_epoch=2500)
+        """Training that outlasts the test however fast the machine (the fixture cancels it):
+        100000 steps alone took 70 s on a quiet machine, and the first run ended before the
+        third asked for its GPU."""
+
+        def experiment_fn() -> Any:
+            import time as _time
+
+            import tensorflow as tf
+
+            exp = cancer.keras_experiment(where, epochs=40, steps_per_epoch=2500)
+            pause = tf.keras.callbacks.LambdaCallback(
+                on_train_batch_end=lambda *_: _time.sleep(0.01)
+            )
+            exp.train_params["callbacks"] = [pause]
+            return exp
+
+        return experiment_fn
 
     # Two runs of one trainer each (1 GPU apiece) fill the node's two GPUs.
     first = [

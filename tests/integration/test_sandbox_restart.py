@@ -1,4 +1,4 @@
-"""What real clusters do to running containers, on a sandbox of its own (issue 25).
+"""What real clusters do to running containers, on a ``--preemption`` sandbox (issue 25).
 
 The sandbox is started with ``--preemption`` (queues ``low`` and ``high``, the
 CapacityScheduler's preemption monitor); like every sandbox it runs a
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 import skein
-from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, shaped_sandbox, skein_driver
+from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, skein_driver, suite_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
 from tfyarn_sandbox.site_xml import NM_VCORES
@@ -34,9 +34,10 @@ PREEMPTED = "Container preempted by scheduler"
 
 @pytest.fixture(scope="module")
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """A ``--preemption`` sandbox of this module's own, its environment exported."""
+    """A ``--preemption`` sandbox, its environment exported: the session's when it is one,
+    else one of this module's own."""
     root = tmp_path_factory.mktemp("restart") / "box"
-    with shaped_sandbox(root, Shape(preemption=True)) as sandbox:
+    with suite_sandbox(root, Shape(preemption=True)) as sandbox:
         yield sandbox
 
 

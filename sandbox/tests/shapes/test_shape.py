@@ -5,6 +5,7 @@ Every configuration here is plain data computed from a Layout; nothing is starte
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -59,6 +60,32 @@ def test_shape_flags_and_state():
         assert Shape.from_state({"shape": shape.to_state()}) == shape
     assert Shape.from_state(None) == Shape.from_state({"ports": {}}) == Shape()
     assert Shape.from_state({"shape": {"ha": 1}}) == Shape(ha=True)
+
+
+def _one(name: str) -> Shape:
+    """The shape with only option ``name`` on (two GPUs for the count)."""
+    return Shape(**{name: 2 if name == "gpus" else True})
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Shape)])
+def test_a_default_sandbox_stands_in_for_no_shaped_one(name):
+    assert not Shape().covers(_one(name))
+    assert _one(name).covers(_one(name))
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Shape)])
+def test_only_gpus_may_be_more_than_a_suite_asks(name):
+    assert _one(name).covers(Shape()) is (name == "gpus")
+
+
+def test_a_suite_asking_for_gpus_gets_its_own_count():
+    box = Shape(gpus=2)
+    assert box.covers(Shape(gpus=2)) and box.covers(Shape())
+    assert not box.covers(Shape(gpus=1)) and not box.covers(Shape(gpus=4))
+    assert not box.covers(Shape(preemption=True, gpus=2))
+    # preemption takes the usual queues' guarantees: a default suite needs them
+    assert not Shape(preemption=True, gpus=2).covers(Shape(gpus=2))
+    assert Shape(preemption=True, gpus=2).covers(Shape(preemption=True))
 
 
 def test_port_names_add_a_second_namenode_and_the_kdc():

@@ -51,6 +51,22 @@ class Shape:
     def is_default(self) -> bool:
         return not any(dataclasses.astuple(self))
 
+    def covers(self, wanted: Shape) -> bool:
+        """Whether a sandbox of this shape can stand in for one of shape ``wanted``.
+
+        Only GPUs add to a sandbox without changing what a suite of the default shape
+        sees (a resource type on the gpu node), so a sandbox with GPUs stands in for one
+        without, and for one with as many (a suite that asks for GPUs counts them). Every
+        other option must be the same: Kerberos, HA, viewfs, hosts and nodes without
+        Python change how a client reaches the cluster or what a node has, and
+        ``--preemption`` takes the guarantees of queues ``default`` and ``ml-gpu``
+        (there, a user's second application waits for the first: its master has no room).
+        """
+        same = [f.name for f in dataclasses.fields(self) if f.name != "gpus"]
+        if any(getattr(self, name) != getattr(wanted, name) for name in same):
+            return False
+        return wanted.gpus in (0, self.gpus)
+
     def flags(self) -> list[str]:
         """The ``tfyarn-sandbox start`` options that make this shape (``--gpus=N`` for a count)."""
         out = []
