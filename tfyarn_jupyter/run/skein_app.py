@@ -45,12 +45,7 @@ from tfyarn_jupyter.ship.shipped import ShippedEnv
 
 #: Where the nodes' interpreter is, for a ``pyenv_archive`` built elsewhere.
 INTERPRETER_VAR = "TFYARN_INTERPRETER"
-#: JVM options of skein's application master, through its container's environment. The
-#: master is a JVM that starts for every run and then mostly waits; compiling with the
-#: client compiler only and one garbage collector thread halves the CPU its start takes
-#: (about 3 CPU-seconds less on the sandbox) and brings it up about a second sooner
-#: (docs/performance.md). Both options exist in every JVM Hadoop runs on (Java 8 and later).
-AM_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: The container side's entry point.
 
 logger = logging.getLogger("tfyarn_jupyter")
 
@@ -353,7 +348,6 @@ def application_spec(
     return skein.ApplicationSpec(
         name=options.name,
         queue=options.queue,
-        master=skein.Master(env={"JAVA_TOOL_OPTIONS": AM_JAVA_OPTIONS}),
         services=services,
         file_systems=filesystem.token_targets(options.file_systems),
         acls=acls_for(filesystem.hadoop_user(), options.acls),

@@ -167,9 +167,6 @@ def test_the_application_spec_gives_each_task_type_its_resources_label_and_contr
     assert chief.env["A"] == "1" and contract.TaskContract.from_env(chief.env) == c
     assert (spec.queue, spec.name, spec.max_attempts) == ("ml-gpu", "n", 1)
     assert spec.acls.view_users == ["alice", "bob"] and spec.acls.modify_users == ["alice"]
-    # The master's JVM starts with the quick-start options; nothing else of it changes.
-    assert spec.master.env == {"JAVA_TOOL_OPTIONS": appspec.AM_JAVA_OPTIONS}
-    assert spec.master.resources == skein.Master().resources and spec.master.script == ""
 
 
 def test_serialise_refuses_what_is_not_a_function():
