@@ -49,12 +49,18 @@ def rm_recovery_props() -> dict[str, str]:
 
 # -- the configuration -------------------------------------------------------------------------
 def test_the_default_sandbox_writes_what_it_wrote_plus_recovery_only(layout):
-    """Exactly the files and properties of before, with recovery on: no GPU, no preemption."""
+    """Exactly the files and properties of before, with recovery on and the containers' JVM
+    options: no GPU, no preemption."""
     expected = json.loads(BEFORE.read_text())
     expected["conf"]["yarn-site.xml"].update(rm_recovery_props())
     for nm in ("cpu", GPU_LABEL):
         expected[f"conf-nm-{nm}"]["yarn-site.xml"].update(
             {**rm_recovery_props(), "yarn.nodemanager.recovery.enabled": "true"}
+        )
+        # since: the containers' JVMs get the daemons' JVM options (C1, serial collector)
+        expected[f"conf-nm-{nm}"]["yarn-site.xml"]["yarn.nodemanager.admin-env"] = (
+            "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,"
+            "JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
         )
     for files in expected.values():  # and the node-attribute store under the root, not /tmp
         files["yarn-site.xml"]["yarn.node-attribute.fs-store.root-dir"] = (

@@ -110,6 +110,29 @@ def test_each_nodemanager_has_its_own_ports_and_folders(layout, nm):
     assert props["yarn.resourcemanager.address"] == layout.addr("rm")
 
 
+def env_pairs(admin_env: str) -> dict[str, str]:
+    return dict(pair.split("=", 1) for pair in admin_env.split(","))
+
+
+@pytest.mark.parametrize("nm", ["cpu", GPU_LABEL])
+def test_containers_jvms_get_c1_and_the_serial_collector_from_the_nodemanager(layout, nm):
+    env = env_pairs(hadoop_conf.nodemanager_site(layout, nm)["yarn.nodemanager.admin-env"])
+    assert env == {
+        "MALLOC_ARENA_MAX": "$MALLOC_ARENA_MAX",
+        "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    }
+
+
+def test_nodemanager_admin_env_joins_more_jvm_options_into_one_java_tool_options():
+    joined = hadoop_conf.nodemanager_admin_env(
+        KRB5_CONFIG="/k.conf", JAVA_TOOL_OPTIONS="-Dk=/k.conf"
+    )
+    env = env_pairs(joined)
+    assert env["KRB5_CONFIG"] == "/k.conf"
+    assert env["JAVA_TOOL_OPTIONS"] == f"{hadoop_conf.CONTAINER_JVM_OPTIONS} -Dk=/k.conf"
+    assert joined.startswith("MALLOC_ARENA_MAX=")
+
+
 def test_only_the_gpu_nodemanager_is_labelled(layout):
     label = "yarn.nodemanager.node-labels.provider.configured-node-partition"
     assert hadoop_conf.nodemanager_site(layout, GPU_LABEL)[label] == GPU_LABEL

@@ -25,6 +25,7 @@ from typing import Any
 from tfyarn_sandbox.config import default_root
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
+from tfyarn_sandbox.site_xml import CONTAINER_JVM_OPTIONS
 
 #: YARN application states after which nothing more happens.
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
@@ -62,10 +63,12 @@ def session_sandbox(root: Path | None = None) -> Iterator[Sandbox]:
 @contextlib.contextmanager
 def skein_driver(box: Sandbox, name: str) -> Iterator[Any]:
     """A skein client (and its Java driver) on ``box``, whose environment is exported;
-    the driver logs to ``<log dir>/skein-driver-<name>.log`` and is closed at the end."""
+    the driver logs to ``<log dir>/skein-driver-<name>.log``, starts with the containers' JVM
+    options and is closed at the end."""
     import skein  # the [pytest] extra: the plugin's and the suites' clients
 
-    client = skein.Client(log=str(box.log_dir / f"skein-driver-{name}.log"))
+    log = str(box.log_dir / f"skein-driver-{name}.log")
+    client = skein.Client(log=log, java_options=CONTAINER_JVM_OPTIONS.split())
     try:
         yield client
     finally:

@@ -206,6 +206,25 @@ def nm_recovery_dir(root: Path, nm: str) -> Path:
     return root / "nm" / nm / "recovery"
 
 
+#: The JVMs a container starts (skein's application master, libhdfs in a task) compile with
+#: C1 only and collect with the serial collector, as the daemons do: they live seconds to
+#: minutes, and on a machine of two cores the second compiler costs more CPU than it gains
+#: (an application master's start: 5.7 CPU seconds with it, 3.0 without).
+CONTAINER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def nodemanager_admin_env(**extra: str) -> str:
+    """``yarn.nodemanager.admin-env``: YARN's default, the containers' JVM options and
+    ``extra`` variables (``JAVA_TOOL_OPTIONS`` in ``extra`` adds to the JVM options).
+
+    Set by the NodeManager, not by applications: a variable set both ways is joined
+    with ``:``, which would break ``JAVA_TOOL_OPTIONS``.
+    """
+    java = " ".join(o for o in (CONTAINER_JVM_OPTIONS, extra.pop("JAVA_TOOL_OPTIONS", "")) if o)
+    pairs = {"MALLOC_ARENA_MAX": "$MALLOC_ARENA_MAX", **extra, "JAVA_TOOL_OPTIONS": java}
+    return ",".join(f"{k}={v}" for k, v in pairs.items())
+
+
 def nodemanager_site(layout: Layout, nm: str) -> dict[str, str]:
     """yarn-site for NodeManager ``nm`` ("cpu" or "gpu"): own ports and dirs."""
     props = yarn_site(layout)
@@ -224,6 +243,7 @@ def nodemanager_site(layout: Layout, nm: str) -> dict[str, str]:
             # kills its containers on its way down, as a lost node does.
             "yarn.nodemanager.recovery.enabled": "true",
             "yarn.nodemanager.recovery.dir": str(nm_recovery_dir(layout.root, nm)),
+            "yarn.nodemanager.admin-env": nodemanager_admin_env(),
         }
     )
     if nm == GPU_LABEL:

@@ -32,6 +32,24 @@ _client: skein.Client | None = None
 
 _keytab_clients: dict[tuple[str, str], skein.Client] = {}
 
+#: The driver's JVM options where ``SKEIN_DRIVER_JAVA_OPTIONS`` sets none: it is a proxy
+#: between this process and YARN that serves a few calls a second, so the JIT's first tier
+#: is enough and the serial collector fits its small heap; its start takes about half the
+#: CPU (5.1 s against 2.3-3.0 s here) and a second less. A JVM without these options
+#: ignores them.
+DRIVER_JAVA_OPTIONS = (
+    "-XX:+IgnoreUnrecognizedVMOptions",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+)
+
+
+def driver_java_options(environ: Mapping[str, str]) -> list[str]:
+    """The driver's JVM options: ``SKEIN_DRIVER_JAVA_OPTIONS`` as skein reads it, if set
+    (even empty), else :data:`DRIVER_JAVA_OPTIONS`."""
+    own = environ.get("SKEIN_DRIVER_JAVA_OPTIONS")
+    return own.split() if own is not None else list(DRIVER_JAVA_OPTIONS)
+
 
 def get_client(principal: str | None = None, keytab: str | None = None) -> skein.Client:
     """One skein driver per process (and one per keytab login): a driver costs a JVM (~2 s).
@@ -51,7 +69,8 @@ def get_client(principal: str | None = None, keytab: str | None = None) -> skein
         check_resourcemanager(filesystem.read_conf("yarn-site.xml"))
         login = {"principal": principal, "keytab": keytab} if key else {}
         try:
-            client = skein.Client(log=False, **login)
+            java = driver_java_options(os.environ)
+            client = skein.Client(log=False, java_options=java, **login)
         except (skein.exceptions.DriverError, FileNotFoundError) as exc:
             raise filesystem.ClusterConfigError(
                 f"cannot start skein's driver ({exc}): check JAVA_HOME and that `yarn` "

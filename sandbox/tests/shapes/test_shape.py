@@ -186,6 +186,9 @@ def test_kerberos_secures_every_folder_and_names_hosts(root):
     )
     nm = folders[root / "conf-nm-gpu"]["yarn-site.xml"]
     assert f"KRB5_CONFIG={root}/krb5/krb5.conf" in nm["yarn.nodemanager.admin-env"]
+    krb5 = f"-Djava.security.krb5.conf={root}/krb5/krb5.conf"
+    java = f"JAVA_TOOL_OPTIONS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {krb5}"
+    assert nm["yarn.nodemanager.admin-env"].endswith(java)
     assert "yarn.nodemanager.admin-env" not in folders[root / "conf"]["yarn-site.xml"]
 
 

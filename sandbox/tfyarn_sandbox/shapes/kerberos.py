@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tfyarn_sandbox.config import SandboxError
 from tfyarn_sandbox.daemons import command_path
-from tfyarn_sandbox.site_xml import Layout
+from tfyarn_sandbox.site_xml import Layout, nodemanager_admin_env
 
 REALM = "TFYARN.SANDBOX"
 #: The user principals (and Unix accounts) besides the sandbox's own user.
@@ -249,9 +249,8 @@ def nodemanager_site(layout: Layout) -> dict[str, str]:
     """What containers need to find the realm: this host's krb5.conf is not the sandbox's."""
     conf = krb5_conf_path(layout.root)
     return {
-        "yarn.nodemanager.admin-env": (
-            f"MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,KRB5_CONFIG={conf},"
-            f"JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf={conf}"
+        "yarn.nodemanager.admin-env": nodemanager_admin_env(
+            KRB5_CONFIG=str(conf), JAVA_TOOL_OPTIONS=f"-Djava.security.krb5.conf={conf}"
         ),
     }
 

@@ -422,3 +422,16 @@ def test_unknown_queues_and_other_schedulers_leave_it_to_yarn():
     assert queue_acls.decide(fifo, "default", "mallory", []).allowed is None
     no_acls = scheduler({"queueName": "root", "queuePath": "root"})
     assert queue_acls.decide(no_acls, "root", "mallory", []).allowed is None
+
+
+def test_the_driver_starts_with_c1_and_the_serial_collector_unless_told_otherwise():
+    assert cluster.driver_java_options({}) == [
+        "-XX:+IgnoreUnrecognizedVMOptions",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+    ]
+
+
+@pytest.mark.parametrize(("own", "expected"), [("-Xmx1g  -Dx=1", ["-Xmx1g", "-Dx=1"]), ("", [])])
+def test_skein_driver_java_options_replaces_the_drivers_options(own, expected):
+    assert cluster.driver_java_options({"SKEIN_DRIVER_JAVA_OPTIONS": own}) == expected
