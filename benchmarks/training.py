@@ -51,39 +51,61 @@ CLOCK_FILE = "step-clock.json"
 
 def step_clock(report_to: str) -> Any:
     """A Keras callback that splits ``fit``'s time: the first step, the other steps, the time
-    between steps; written as JSON to ``report_to`` at the end of training."""
+    between steps; written as JSON to ``report_to`` at the end of training (by the chief).
+
+    Built under ParameterServerStrategy, whose ``fit`` allows no batch hooks, it times whole
+    epochs instead: their steps (the first epoch's tracing among them) and what comes
+    between epochs (the saves)."""
     import tensorflow as tf
 
-    class StepClock(tf.keras.callbacks.Callback):
+    class Clock(tf.keras.callbacks.Callback):
         def on_train_begin(self, logs: Any = None) -> None:
             self.steps, self.first, self.between, self.n = 0.0, 0.0, 0.0, 0
             self.last: float | None = None
             self.t0 = time.perf_counter()
 
-        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        def begin(self) -> None:
             now = time.perf_counter()
             if self.last is not None:
                 self.between += now - self.last
             self.t0 = now
 
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        def end(self, steps: int) -> None:
             now = time.perf_counter()
-            if self.n == 0:
+            if self.n == 0 and steps == 1:
                 self.first = now - self.t0
             else:
                 self.steps += now - self.t0
-            self.n += 1
+            self.n += steps
             self.last = now
 
         def on_train_end(self, logs: Any = None) -> None:
             if self.last is not None:  # the last epoch's end (its save) came after its last step
                 self.between += time.perf_counter() - self.last
+            task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+            if task.get("type", "chief") != "chief":
+                return  # a worker of a distributed strategy: the chief's figures are the run's
             figures = {"first_step_s": self.first, "steps_s": self.steps,
                        "between_steps_s": self.between, "steps": self.n}  # fmt: skip
             with tf.io.gfile.GFile(report_to, "w") as f:
                 f.write(json.dumps(figures))
 
-    return StepClock()
+    class StepClock(Clock):
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self.begin()
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.end(1)
+
+    class EpochClock(Clock):
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.begin()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.end(int(self.params.get("steps") or 0))
+
+    ps = tf.distribute.experimental.ParameterServerStrategy
+    return EpochClock() if isinstance(tf.distribute.get_strategy(), ps) else StepClock()
 
 
 #: Rows of the side table that makes the big model's checkpoint 1 GiB (x 256 float32s).
@@ -178,19 +200,26 @@ def local_fit(epochs: int, steps: int, table_rows: int = 0) -> dict[str, float]:
 
 
 def yarn_fit(
-    bench: Bench, epochs: int, steps: int, synchronous: bool, table_rows: int = 0
+    bench: Bench,
+    epochs: int,
+    steps: int,
+    synchronous: bool,
+    table_rows: int = 0,
+    specs: dict[str, TaskSpec] | None = None,
 ) -> dict[str, float]:
-    """The chief's fit and save seconds on YARN, model dir on HDFS."""
+    """The chief's fit and save seconds on YARN, model dir on HDFS; a chief alone unless
+    ``specs`` names the tasks (the strategy follows from them, as for a user's run)."""
     model_dir = filesystem.qualify(f"{filesystem.home()}/.tfyarn/bench/mlp-{uuid.uuid4().hex}")
 
     def experiment_fn() -> KerasExperiment:
         return wide_mlp_experiment(model_dir, epochs, steps, table_rows)
 
     env = {SYNC_PUSH_VAR: "1"} if synchronous else {}
-    chief = BIG_CHIEF if table_rows else CHIEF
+    if specs is None:
+        specs = {"chief": BIG_CHIEF if table_rows else CHIEF}
     try:
-        name = f"tfyarn-bench-mlp-{'sync' if synchronous else 'bg'}"
-        result = runs.run_on_yarn(experiment_fn, {"chief": chief}, env=env, name=name)
+        name = f"tfyarn-bench-mlp-{'sync' if synchronous else 'bg'}-{len(specs)}"
+        result = runs.run_on_yarn(experiment_fn, specs, env=env, name=name)
         record = read_event_log(result.app_id) or {}
         stop = record.get("events", {}).get("tasks", {}).get("chief:0", {}).get("train_stop", {})
         clock = json.loads(filesystem.read_bytes(f"{model_dir}/{CLOCK_FILE}"))
