@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from tfyarn_jupyter.container.log import log
-from tfyarn_jupyter.container.uploader import BackgroundPusher
+from tfyarn_jupyter.container.uploader import BackgroundPusher, in_low_priority_thread
 from tfyarn_jupyter.protocol.contract import PUSH_DELAY_VAR
 
 #: Schemes TensorFlow's wheels cannot open: synced through hdfs_native.
@@ -117,6 +117,24 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "Failed to complete file in time" in str(exc)
 
 
+def _hdfs_client(uri: str) -> tuple[Any, str]:
+    """An ``hdfs_native.Client`` for ``uri``'s authority, and the path it names there."""
+    import hdfs_native
+
+    parts = urlsplit(uri)
+    authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+    try:
+        return hdfs_native.Client(authority), posixpath.normpath(parts.path or "/")
+    except RuntimeError as exc:  # hdfs-native's viewfs wants a linkFallback
+        if parts.scheme != "viewfs" or "fallback" not in str(exc):
+            raise
+        from tfyarn_jupyter.hadoop import conf as client_conf
+
+        conf = client_conf.load(os.environ.get("HADOOP_CONF_DIR", "."))
+        fs, path = conf.resolve(uri)
+        return hdfs_native.Client(fs), path
+
+
 class ModelDir:
     """A model dir for TensorFlow: ``hdfs://``/``viewfs://`` (``remote``: TensorFlow works
     in ``local``, under ``local_root``, synced through ``client``, by default an
@@ -145,19 +163,7 @@ class ModelDir:
         self.local = f"{Path(local_root).absolute()}/{posixpath.basename(self.path)}-{digest}"
         os.makedirs(self.local, exist_ok=True)
         if client is None:
-            import hdfs_native
-
-            authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
-            try:
-                self.client = hdfs_native.Client(authority)
-            except RuntimeError as exc:  # hdfs-native's viewfs wants a linkFallback
-                if parts.scheme != "viewfs" or "fallback" not in str(exc):
-                    raise
-                from tfyarn_jupyter.hadoop import conf as client_conf
-
-                conf = client_conf.load(os.environ.get("HADOOP_CONF_DIR", "."))
-                fs, self.path = conf.resolve(uri)
-                self.client = hdfs_native.Client(fs)
+            self.client, self.path = in_low_priority_thread(lambda: _hdfs_client(uri))
 
     def _remote(self, rel: str) -> str:
         return posixpath.join(self.path, rel)

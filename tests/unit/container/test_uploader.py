@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
 import pytest
 
-from tfyarn_jupyter.container.uploader import BackgroundPusher, PushFailed
+from tfyarn_jupyter.container.uploader import (
+    PUSH_NICE,
+    BackgroundPusher,
+    PushFailed,
+    in_low_priority_thread,
+)
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities: Linux")
 
 
 class SlowPush:
@@ -86,3 +95,39 @@ def test_flush_with_nothing_new_pushes_once_and_returns():
     pusher.flush(timeout_s=5)
     pusher.close()
     assert push.tries == 2
+
+
+def nice_of_this_thread() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@linux_only
+def test_pushes_run_at_a_lower_priority_than_the_training_thread():
+    seen: list[int] = []
+    pusher = BackgroundPusher(lambda: seen.append(nice_of_this_thread()), log=lambda _: None)
+    pusher.request()
+    pusher.flush(timeout_s=10)
+    pusher.close()
+    assert seen and all(n >= PUSH_NICE for n in seen), seen
+    assert nice_of_this_thread() < PUSH_NICE  # the caller's (training's) own is untouched
+
+
+@linux_only
+def test_what_a_low_priority_thread_makes_starts_its_threads_at_that_priority():
+    def make() -> list[int]:
+        inner: list[int] = []
+        child = threading.Thread(target=lambda: inner.append(nice_of_this_thread()))
+        child.start()
+        child.join()
+        return [nice_of_this_thread(), *inner]
+
+    assert all(n >= PUSH_NICE for n in in_low_priority_thread(make))
+    assert nice_of_this_thread() < PUSH_NICE
+
+
+def test_a_failure_to_make_in_the_low_priority_thread_is_raised_to_the_caller():
+    def make() -> None:
+        raise ConnectionError("no NameNode")
+
+    with pytest.raises(ConnectionError, match="no NameNode"):
+        in_low_priority_thread(make)
