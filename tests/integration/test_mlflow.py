@@ -126,9 +126,12 @@ def serve_mlflow(tmp_path: Path, artifacts: Path) -> Iterator[str]:
         "--serve-artifacts", "--artifacts-destination", str(artifacts),
     ]  # fmt: skip
     # Its temporary files (SQLite's schema lock, db_init_lock-*) in the test's folder, not /tmp.
+    # No job runner: MLflow 3 starts one by default (huey consumers polling all the while, 80
+    # CPU-seconds of a CI run), and tracking, all a run uses, needs none.
     (tmp := tmp_path / "server-tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "TMPDIR": str(tmp)})  # fmt: skip
+                            env=env)  # fmt: skip
     try:
         t0 = time.monotonic()
         while True:
