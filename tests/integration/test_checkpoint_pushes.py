@@ -16,6 +16,7 @@ import pytest
 
 from tfyarn_jupyter import TaskSpec
 from tfyarn_jupyter.container.checkpoints import INDEX, TMP_MARK, Index, ModelDir
+from tfyarn_jupyter.container.uploader import PUSH_NICE
 from tfyarn_jupyter.hadoop import filesystem
 from tfyarn_jupyter.protocol.contract import PUSH_DELAY_VAR
 from tfyarn_jupyter.run.result import read_event_log
@@ -81,6 +82,11 @@ def test_a_checkpoint_push_made_slow_on_purpose_neither_slows_the_steps_nor_lose
         f"{epochs * delay:.0f} s); training {result.training_time_s_per_task['chief:0']:.1f} s"
     )
     assert waited < bound
+    # the pushes and their HDFS client's threads ran at a lower priority than the steps
+    print(f"pushes: {stop}")
+    assert stop["pushes"] >= 1 and stop["push_nice"] == PUSH_NICE, stop
+    assert stop["push_client_threads"] >= 1, stop
+    assert stop["push_client_nice_min"] == stop["push_client_nice_max"] == PUSH_NICE, stop
     index = remote_index(model_dir)
     assert index is not None and index.latest.endswith(f"-{epochs * 40}"), index
     assert not [f for f in remote_files(model_dir) if TMP_MARK in f]

@@ -30,7 +30,11 @@ from urllib.parse import urlsplit
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from tfyarn_jupyter.container.log import log
-from tfyarn_jupyter.container.uploader import BackgroundPusher, in_low_priority_thread
+from tfyarn_jupyter.container.uploader import (
+    BackgroundPusher,
+    in_low_priority_thread,
+    push_report,
+)
 from tfyarn_jupyter.protocol.contract import PUSH_DELAY_VAR
 
 #: Schemes TensorFlow's wheels cannot open: synced through hdfs_native.
@@ -364,7 +368,7 @@ def finish_pushes(pusher: BackgroundPusher, timeout_s: float = 600.0) -> None:
         pusher.flush(timeout_s)
     finally:
         pusher.close()
-        _log(f"pushes: {pusher.stats}")
+        _log(f"pushes: {push_report(pusher)}")
 
 
 def estimator_listener(md: ModelDir) -> Any:

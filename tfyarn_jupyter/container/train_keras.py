@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tfyarn_jupyter.container import checkpoints as modeldir
-from tfyarn_jupyter.container import progress, regroup
+from tfyarn_jupyter.container import progress, regroup, uploader
 from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import MULTI_WORKER_MIRRORED, PARAMETER_SERVER, SYNC_PUSH_VAR
 
@@ -149,7 +149,8 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
     finally:  # a failed fit still leaves its last checkpoint on HDFS
         if pusher is not None:
             modeldir.finish_pushes(pusher)
-    task.put("train_stop", save_s=round(saver.save_s, 3))
+    pushes = uploader.push_report(pusher) if pusher is not None else {}
+    task.put("train_stop", save_s=round(saver.save_s, 3), **pushes)
     if is_chief:
         md.push_all()
     else:

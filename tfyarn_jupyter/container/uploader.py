@@ -46,6 +46,23 @@ def lower_priority(nice: int = PUSH_NICE) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), nice))
 
 
+def thread_priorities(prefix: str, proc: str = "/proc/self/task") -> dict[int, int]:
+    """``{nice: number of threads}`` over this process's threads whose name starts with
+    ``prefix`` (Linux names are cut at 15 characters): what a run reports so that the
+    priority its pushes really ran at can be checked. Empty where ``/proc`` is not."""
+    found: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(proc):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(os.path.join(proc, tid, "stat")) as f:
+                    stat = f.read()
+                name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                if name.startswith(prefix[:15]):
+                    nice = int(stat[stat.rindex(")") + 2 :].split()[16])  # field 19
+                    found[nice] = found.get(nice, 0) + 1
+    return found
+
+
 def in_low_priority_thread(make: Callable[[], T]) -> T:
     """``make()`` called in a thread of lowered priority (:func:`lower_priority`):
     the threads it starts keep that priority. An ``hdfs_native.Client`` starts its runtime's
@@ -92,8 +109,9 @@ class BackgroundPusher:
         self._closed = False
         self._failures = 0
         self.last_error: BaseException | None = None
-        #: What happened: pushes made, requests folded into a later push, failed tries.
-        self.stats = {"pushes": 0, "skipped": 0, "failed": 0, "push_s": 0.0}
+        #: What happened: pushes made, requests folded into a later push, failed tries,
+        #: and the nice value the pushing thread runs at.
+        self.stats = {"pushes": 0, "skipped": 0, "failed": 0, "push_s": 0.0, "nice": 0}
         self._thread = threading.Thread(target=self._loop, name="tfyarn-pusher", daemon=True)
         self._thread.start()
 
@@ -110,6 +128,8 @@ class BackgroundPusher:
 
     def _loop(self) -> None:
         lower_priority()
+        with contextlib.suppress(AttributeError, OSError):
+            self.stats["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         while True:
             with self._cond:
                 while not self._pending and not self._closed:
@@ -168,3 +188,25 @@ class BackgroundPusher:
                 self._pending = False
             self._cond.notify_all()
         self._thread.join(timeout=60)
+
+
+#: The name of the threads of an ``hdfs_native`` client's runtime, which move a push's bytes.
+CLIENT_THREADS = "tokio-rt-worker"
+
+
+def push_report(pusher: BackgroundPusher) -> dict[str, float | int | None]:
+    """What the pushes did (:attr:`BackgroundPusher.stats`), the nice value
+    their thread ran at and the range of those their HDFS client's threads run at (all
+    :data:`PUSH_NICE` when the steps come first): flat, as events want."""
+    stats = pusher.stats
+    nices = thread_priorities(CLIENT_THREADS)
+    return {
+        "pushes": stats["pushes"],
+        "pushes_skipped": stats["skipped"],
+        "pushes_failed": stats["failed"],
+        "push_s": round(stats["push_s"], 3),
+        "push_nice": stats["nice"],
+        "push_client_threads": sum(nices.values()),
+        "push_client_nice_min": min(nices, default=None),
+        "push_client_nice_max": max(nices, default=None),
+    }

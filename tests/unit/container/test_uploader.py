@@ -14,6 +14,8 @@ from tfyarn_jupyter.container.uploader import (
     BackgroundPusher,
     PushFailed,
     in_low_priority_thread,
+    push_report,
+    thread_priorities,
 )
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="per-thread priorities: Linux")
@@ -109,6 +111,7 @@ def test_pushes_run_at_a_lower_priority_than_the_training_thread():
     pusher.flush(timeout_s=10)
     pusher.close()
     assert seen and all(n >= PUSH_NICE for n in seen), seen
+    assert pusher.stats["nice"] == seen[0]  # what a run reports is what the thread ran at
     assert nice_of_this_thread() < PUSH_NICE  # the caller's (training's) own is untouched
 
 
@@ -131,3 +134,52 @@ def test_a_failure_to_make_in_the_low_priority_thread_is_raised_to_the_caller():
 
     with pytest.raises(ConnectionError, match="no NameNode"):
         in_low_priority_thread(make)
+
+
+def fake_task(root, tid: int, name: str, nice: int) -> None:
+    """A ``/proc/<pid>/task/<tid>/stat`` line as Linux writes it (nice is field 19)."""
+    (root / str(tid)).mkdir()
+    fields = ["S", "1", "1", "1", "0", "-1", "0", "0", "0", "0", "0", "0", "0", "0", "0",
+              "20", str(nice), "1", "0"]  # fmt: skip
+    (root / str(tid) / "stat").write_text(f"{tid} ({name}) {' '.join(fields)}\n")
+
+
+def test_thread_priorities_counts_the_named_threads_by_nice_value(tmp_path):
+    fake_task(tmp_path, 10, "python", 0)
+    fake_task(tmp_path, 11, "tokio-rt-worker", 10)
+    fake_task(tmp_path, 12, "tokio-rt-worker", 10)
+    fake_task(tmp_path, 13, "tokio-rt-worker", 0)
+    fake_task(tmp_path, 14, "a (b) c", 5)  # a name with parentheses and spaces
+    (tmp_path / "15").mkdir()  # a thread that ended while the folder was read
+    assert thread_priorities("tokio-rt-worker", proc=str(tmp_path)) == {10: 2, 0: 1}
+    assert thread_priorities("a (b)", proc=str(tmp_path)) == {5: 1}
+    assert thread_priorities("anything", proc=str(tmp_path / "missing")) == {}
+
+
+@linux_only
+def test_an_hdfs_client_made_at_low_priority_runs_its_runtime_threads_at_it():
+    import hdfs_native
+
+    before = thread_priorities("tokio-rt-worker").get(PUSH_NICE, 0)
+    # making a client starts its runtime's threads; it connects on its first call only
+    client = in_low_priority_thread(lambda: hdfs_native.Client("hdfs://127.0.0.1:9"))
+    assert thread_priorities("tokio-rt-worker").get(PUSH_NICE, 0) > before
+    del client
+
+
+@linux_only
+def test_the_push_report_is_flat_and_says_the_priorities_pushes_ran_at():
+    import hdfs_native
+
+    client = in_low_priority_thread(lambda: hdfs_native.Client("hdfs://127.0.0.1:9"))
+    pusher = BackgroundPusher(lambda: None, log=lambda _: None)
+    pusher.request()
+    pusher.flush(timeout_s=10)
+    pusher.close()
+    report = push_report(pusher)
+    assert report["pushes"] == 1 and report["pushes_failed"] == 0
+    assert report["push_nice"] == PUSH_NICE
+    assert report["push_client_threads"] >= 1  # the client's, made at low priority
+    assert report["push_client_nice_max"] == PUSH_NICE
+    assert all(isinstance(v, int | float) for v in report.values()), report  # as events want
+    del client
