@@ -7,7 +7,9 @@ Interleaved per repetition:
 1. *layers, one package changed*: a fresh version of a small probe package installed;
 2. *layers, warm*: the same environment again (every layer on HDFS and on the node);
 3. *layers, cold*: a fresh shared-cache folder and node cache, so every layer is
-   packed, uploaded, localised and unpacked; and the same with ``layer_codec="zstd"``;
+   packed, uploaded, localised and unpacked; the same with ``layer_codec="zstd"``; and
+   the same as before the big layers were split, each layer whole and a node unpacking
+   one at a time (``part_size=0``, ``TFYARN_UNPACK_JOBS=1``);
 4. *tar, one package changed* and 5. *tar, warm*: today's path (``layers=False``).
 
 The figures: one-changed / warm (aim <= 1.2) and cold / (warm + 2 x ``tar -cf`` of
@@ -74,16 +76,19 @@ def launch(bench: Bench, python: Path, name: str, **args: Any) -> dict:
     return json.loads(result.read_text())
 
 
-def cold_launch(bench: Bench, python: Path, name: str, **options: Any) -> dict:
+def cold_launch(bench: Bench, python: Path, name: str, whole: bool = False, **options: Any) -> dict:
     """A launch with nothing cached: a fresh shared layer cache on HDFS and a fresh node
-    cache (both removed after), so every layer is packed, uploaded, localised, unpacked."""
+    cache (both removed after), so every layer is packed, uploaded, localised, unpacked;
+    ``whole``: no layer split, and a node unpacks one layer at a time."""
     salt = uuid.uuid4().hex[:8]
     shared = f"/tmp/tfyarn-bench-layers-{salt}"
     filesystem.client().makedirs(shared, permission="755")
     node_cache = f"/tmp/tfyarn-bench-nodecache-{salt}"
     try:
         given = {"layers": True, "shared_layer_cache": shared, **options}
-        return launch(bench, python, name, env={"TFYARN_ENV_CACHE": node_cache}, options=given)
+        env = {"TFYARN_ENV_CACHE": node_cache, **({"TFYARN_UNPACK_JOBS": "1"} if whole else {})}
+        extra = {"part_size": 0} if whole else {}
+        return launch(bench, python, name, env=env, options=given, **extra)
     finally:
         subprocess.run(["rm", "-rf", node_cache], check=False)
         filesystem.delete(shared, recursive=True)
@@ -99,6 +104,7 @@ def one_rep(bench: Bench, python: Path, rep: int) -> dict[str, dict]:
     out["layers warm"] = launch(bench, python, "layers-warm", options={"layers": True})
     out["layers cold"] = cold_launch(bench, python, "layers-cold")
     out["layers cold, zstd"] = cold_launch(bench, python, "layers-cold-zstd", layer_codec="zstd")
+    out["layers cold, whole layers"] = cold_launch(bench, python, "layers-cold-whole", whole=True)
     subprocess.run([*pip, str(probe_wheel(bench, 2 * rep + 2))], check=True)
     out["tar one changed"] = launch(bench, python, "tar-one", options={"layers": False})
     out["tar warm"] = launch(bench, python, "tar-warm", options={"layers": False})
@@ -129,6 +135,14 @@ def layers(bench: Bench) -> None:
     zstd = [r["layers cold, zstd"]["all_running"] / (r["layers warm"]["all_running"] + 2 * t)
             for r, t in zip(results, tar_s, strict=True)]  # fmt: skip
     bench.row(SECTION, "layers cold, zstd / (warm + 2 x tar -cf)", "x", zstd)
+    for variant in ("layers cold", "layers cold, whole layers"):
+        slowest = [max(r[variant]["allocated_to_running"].values()) for r in results]
+        bench.row(SECTION, f"{variant}: allocated -> process up, the slower task (localise, "
+                  "unpack, interpreter)", "s", slowest)  # fmt: skip
+    split = [r["layers cold"]["all_running"] / r["layers cold, whole layers"]["all_running"]
+             for r in results]  # fmt: skip
+    bench.row(SECTION, "layers cold: split and unpacked in parallel / whole, one at a time",
+              "x", split)  # fmt: skip
     moved = [r["layers cold, zstd"]["bytes_uploaded"] / r["layers cold"]["bytes_uploaded"]
              for r in results]  # fmt: skip
     bench.row(SECTION, "bytes uploaded and localised per node: zstd / plain (aim <= 0.5)", "x",

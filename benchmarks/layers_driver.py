@@ -2,8 +2,11 @@
 
 ``python layers_driver.py '<json>'`` submits the quickstart (chief + evaluator),
 waits until every task runs, cancels it and writes one JSON object to ``result``:
-seconds from submit to every task running, the launch's phases, and what the
-environment's upload did (layers uploaded and their bytes, or the tar's).
+seconds from submit to every task running, the launch's phases, each task's seconds from
+its container's allocation to its process reporting in (localisation, the layers'
+unpacking, the interpreter's start), and what the environment's upload did (layers
+uploaded and their bytes, or the tar's). ``part_size`` (optional) overrides
+:data:`tfyarn_jupyter.ship.layers.PART_SIZE` (0: no layer split).
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ def main(args: dict) -> dict:
     import cancer
 
     from tfyarn_jupyter import TaskSpec, submit
+    from tfyarn_jupyter.ship import layers
     from tfyarn_jupyter.ship.layered_launch import LayersReport
+
+    if "part_size" in args:
+        layers.PART_SIZE = int(args["part_size"])
 
     model_dir = args["model_dir"]
 
@@ -34,6 +41,7 @@ def main(args: dict) -> dict:
                  **args.get("options", {}))  # fmt: skip
     submitted = time.time()
     running = None
+    started: dict[str, float] = {}
     try:
         deadline = time.monotonic() + 900
         while time.monotonic() < deadline:
@@ -42,6 +50,7 @@ def main(args: dict) -> dict:
                 break
             if len(st.tasks) == 2 and all(t.state == "running" for t in st.tasks):
                 running = time.time()
+                started = {t.task: (t.running_time - t.allocated_time) / 1000 for t in st.tasks}
                 break
             time.sleep(0.25)
     finally:
@@ -58,6 +67,7 @@ def main(args: dict) -> dict:
         "all_running": None if running is None else running - t0,
         "prepare": submitted - t0,
         "phases": run.phases,
+        "allocated_to_running": started,
         "uploaded": uploaded,
         "bytes_uploaded": size,
         "sizes": sizes,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 def main(args: dict) -> dict:
     from tfyarn_jupyter import TaskSpec, submit
+    from tfyarn_jupyter.ship import layered_launch
 
     small = TaskSpec("1G", 1)
     given = ("shared_layer_cache", "ship_interpreter", "layer_codec", "env")
@@ -69,6 +70,11 @@ def main(args: dict) -> dict:
         "bytes_uploaded": report.bytes_uploaded,
         "layers": {layer.name: layer.archive_name for layer in report.layers},
         "sizes": {layer.archive_name: layer.size for layer in report.layers},
+        "parts": {
+            f"{layer.name} {layer.part}": layered_launch.archive_name(layer, report.codec)
+            for layer in report.layers
+            if layer.part
+        },
         "uris": {name: uri for name, (uri, _) in report.uris.items()},
         "phases": run.phases,
     }

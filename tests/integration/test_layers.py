@@ -177,6 +177,10 @@ def test_a_cold_launch_of_zstd_layers_ships_a_third_of_the_bytes_and_trains_to_s
         assert 0 < uploaded < 0.5 * plain, (uploaded, plain)
         unpacked = sorted(p.parent.name for p in cache.glob("layers/*/.tfyarn-unpacked"))
         assert unpacked == sorted(n.removesuffix(".tar.zst") for n in names), unpacked
+        # TensorFlow's 853 MiB came as parts, each uploaded and unpacked on its own.
+        parts = sorted(k for k in out["parts"] if k.startswith("tensorflow-cpu "))
+        assert parts == [f"tensorflow-cpu {i}/4" for i in range(1, 5)], out["parts"]
+        assert {out["parts"][k] for k in parts} <= set(out["uploaded"])
         assert (tmp_path / "model" / "checkpoint").exists(), "the chief trained and saved"
     finally:
         shutil.rmtree(cache, ignore_errors=True)  # the environment unpacked: 2 GB

@@ -21,6 +21,14 @@ all, and an install, upgrade or removal of a small package moves its group
 (about 20 MB here), never the others; of a large one, exactly that package.
 A group's key is a digest of its members' keys.
 
+Why the biggest layers are split: a node unpacks its layers in parallel
+(``assemble.sh``), so one 853 MiB TensorFlow layer would leave all but one core
+idle while it unpacks. A layer over :data:`PART_SIZE` becomes parts of about that
+size (its files spread over them, largest first, each to the lightest part), each
+its own archive; a part's key is a digest of the layer's key and its place, so the
+parts move together when the distribution changes. A single file bigger than a part
+(TensorFlow's 539 MiB ``libtensorflow_cc.so.2``) is a part of its own.
+
 Packages only the notebook needs are left out (:data:`DEFAULT_EXCLUDE`,
 measured sizes in that venv): playwright 164 MB, mypy 57 MB, jupyterlab 41 MB,
 ruff 24 MB, debugpy 19 MB, notebook 16 MB, widgetsnbextension 9 MB,
@@ -47,6 +55,8 @@ DEFAULT_EXCLUDE = (
 GROUP_BELOW = 8 * 2**20
 #: How many group layers small distributions are spread over, by a hash of their name.
 GROUPS = 8
+#: Layers bigger than this are split into parts of about this size (see the docstring).
+PART_SIZE = 256 * 2**20
 DIST = "dist"
 GROUP = "group"
 BASE = "base"
@@ -73,6 +83,8 @@ class Layer:
     shareable: bool = False
     #: The distributions a group layer holds (empty for any other layer).
     members: tuple[str, ...] = ()
+    #: ``"i/n"`` for the i-th of the n parts of a split layer, else empty.
+    part: str = ""
 
     @property
     def archive_name(self) -> str:
@@ -247,6 +259,35 @@ def grouped(dists: Sequence[Layer], below: int = GROUP_BELOW, groups: int = GROU
     return out
 
 
+def split(layer: Layer, part_size: int = PART_SIZE) -> list[Layer]:
+    """``layer`` as parts of about ``part_size`` bytes, or alone when it is no bigger.
+
+    Its files go largest first, each to the part with the fewest bytes so far (ties: the
+    first), so the parts are as even as the largest files allow and the same files always
+    make the same parts. ``part_size=0`` never splits.
+    """
+    count = min(-(-layer.size // part_size), len(layer.files)) if part_size > 0 else 1
+    if count <= 1:
+        return [layer]
+    sizes = {f: max(_size(layer.root / f), 0) for f in layer.files}
+    parts: list[list[str]] = [[] for _ in range(count)]
+    totals = [0] * count
+    for f in sorted(layer.files, key=lambda f: (-sizes[f], f)):
+        i = min(range(count), key=lambda k: (totals[k], k))
+        parts[i].append(f)
+        totals[i] += sizes[f]
+    return [
+        dataclasses.replace(
+            layer,
+            key=digest([f"part:{i + 1}/{count}", layer.key]),
+            files=tuple(sorted(files)),
+            size=totals[i],
+            part=f"{i + 1}/{count}",
+        )
+        for i, files in enumerate(parts)
+    ]
+
+
 def plan(
     prefix: Path,
     site_rel: str,
@@ -254,9 +295,11 @@ def plan(
     *,
     group_below: int = GROUP_BELOW,
     groups: int = GROUPS,
+    part_size: int | None = None,
 ) -> Plan:
     """The layers of the venv at ``prefix`` (``site_rel``: its site-packages, relative);
-    distributions under ``group_below`` bytes grouped (``group_below=0``: one layer each)."""
+    distributions under ``group_below`` bytes grouped (``group_below=0``: one layer each),
+    layers over ``part_size`` bytes (default :data:`PART_SIZE`) split into parts (0: none)."""
     prefix = Path(prefix)
     site = prefix / site_rel
     if not site.is_dir():
@@ -276,7 +319,10 @@ def plan(
             layers.append(layer)
     rest = [f for f in _walk(prefix) if f not in owned and not f.endswith((".pyc", ".pyo"))]
     base = content_layer(BASE, BASE, prefix, rest)
-    return Plan(prefix, (base, *grouped(layers, group_below, groups)), tuple(excluded))
+    planned = [base, *grouped(layers, group_below, groups)]
+    size = PART_SIZE if part_size is None else part_size
+    parts = tuple(p for layer in planned for p in split(layer, size))
+    return Plan(prefix, parts, tuple(excluded))
 
 
 def check_imports(modules: Iterable[str], plan: Plan) -> None:
@@ -294,6 +340,8 @@ def check_imports(modules: Iterable[str], plan: Plan) -> None:
 
 
 def _label(layer: Layer, shown: int = 4) -> str:
+    if layer.part:
+        return f"{layer.name} (part {layer.part.replace('/', ' of ')})"
     if not layer.members:
         return layer.name
     names = ", ".join(layer.members[:shown])

@@ -144,6 +144,59 @@ def test_a_broken_layer_fails_with_a_message(tmp_path: Path, layer_set: Path) ->
     assert proc.returncode == 1 and "assembling the environment's layers" in proc.stderr
 
 
+def unpacks_at_once(tmp_path: Path, layer_set: Path, jobs: str) -> int:
+    """The most layers the assembly unpacked at the same time with ``TFYARN_UNPACK_JOBS=jobs``,
+    seen through a ``tar`` on the PATH that logs its start and end around the real one."""
+    bin_dir = tmp_path / f"bin{jobs}"
+    bin_dir.mkdir()
+    log = tmp_path / f"tar{jobs}.log"
+    (bin_dir / "tar").write_text(
+        f'#!/bin/sh\necho start >>{log}\nsleep 0.4\n/usr/bin/tar "$@"\nrc=$?\n'
+        f"echo end >>{log}\nexit $rc\n"
+    )
+    (bin_dir / "tar").chmod(0o755)
+    tars = ["L-base1.tar", "L-aaa1.tar", "L-bbb1.tar", "I-py1.tar"]
+    container = container_with(tmp_path, layer_set, f"c{jobs}", tars)
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "TFYARN_ENV_KEY": "e",
+        "TFYARN_ENV_CACHE": str(tmp_path / f"cache{jobs}"),
+        "TFYARN_UNPACK_JOBS": jobs,
+    }
+    proc = subprocess.run(["bash", str(script_for(tmp_path))], cwd=container, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (container / "env" / "lib/python3.11/site-packages/ns/b/__init__.py").exists()
+    running = most = 0
+    for line in log.read_text().split():
+        running += 1 if line == "start" else -1
+        most = max(most, running)
+    assert log.read_text().split().count("start") == len(tars)
+    return most
+
+
+def test_a_node_unpacks_layers_several_at_once_up_to_its_bound(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    assert unpacks_at_once(tmp_path, layer_set, "2") == 2
+    assert unpacks_at_once(tmp_path, layer_set, "1") == 1
+
+
+def test_a_broken_layer_among_several_unpacked_at_once_fails_the_assembly(
+    tmp_path: Path, layer_set: Path
+) -> None:
+    script, cache = script_for(tmp_path), tmp_path / "cache"
+    container = container_with(tmp_path, layer_set, "c1", ["L-base1.tar", "L-aaa1.tar"])
+    (container / "L-bad.tar").write_bytes(b"not a tar")
+    env = {"PATH": "/usr/bin:/bin", "TFYARN_ENV_KEY": "e", "TFYARN_ENV_CACHE": str(cache),
+           "TFYARN_UNPACK_JOBS": "3"}  # fmt: skip
+    proc = subprocess.run(["bash", str(script)], cwd=container, env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 1 and "assembling the environment's layers" in proc.stderr
+    assert (cache / "layers" / "L-aaa1" / ".tfyarn-unpacked").exists()
+    assert not (cache / "layers" / "L-bad").exists() and not (container / "env").exists()
+
+
 def compile_so(dest: Path, source: str, *flags: str) -> None:
     src = dest.with_suffix(".c")
     src.write_text(source)

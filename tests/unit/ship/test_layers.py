@@ -170,6 +170,52 @@ def test_a_local_wheel_is_never_grouped(venv: Path) -> None:
     assert got["group-0"].members == ("alpha", "beta-pkg")
 
 
+def test_a_layer_over_the_part_size_is_split_into_even_parts_holding_each_file_once(
+    venv: Path,
+) -> None:
+    big = {f"big/f{i}.bin": bytes([i]) * (1000 + 100 * i) for i in range(9)}
+    install(venv, "big", {**big, "big/huge.so": b"h" * 9000, "big/__init__.py": b""})
+    whole = by_name(layers.plan(venv, SITE, group_below=0, part_size=0))["big"]
+    parts = [lay for lay in layers.plan(venv, SITE, group_below=0, part_size=9000).layers
+             if lay.name == "big"]  # fmt: skip
+    assert len(parts) == -(-whole.size // 9000) == 3
+    assert [p.part for p in parts] == ["1/3", "2/3", "3/3"]
+    assert sorted(f for p in parts for f in p.files) == sorted(whole.files)
+    assert sum(p.size for p in parts) == whole.size
+    # The largest file alone fills a part; the others share the rest evenly.
+    assert parts[0].files == ("lib/python3.11/site-packages/big/huge.so",)
+    assert abs(parts[1].size - parts[2].size) <= 1800, [p.size for p in parts]
+    assert len({p.key for p in parts} | {whole.key}) == 4
+    assert all(p.modules == whole.modules and p.shareable for p in parts)
+    names = [p.archive_name for p in parts]
+    assert len(set(names)) == 3 and all(n.startswith("L-") and n.endswith(".tar") for n in names)
+    smaller = [lay for lay in layers.plan(venv, SITE, group_below=0, part_size=9000).layers
+               if lay.name != "big"]  # fmt: skip
+    assert all(not lay.part for lay in smaller), "only layers over the part size are split"
+
+
+def test_the_parts_of_a_split_layer_are_the_same_each_time_and_move_together(venv: Path) -> None:
+    install(venv, "big", {f"big/f{i}.bin": b"x" * (500 * (i % 4 + 1)) for i in range(30)})
+
+    def keys() -> dict[str, tuple[str, tuple[str, ...]]]:
+        plan = layers.plan(venv, SITE, group_below=0, part_size=8000)
+        return {f"{lay.name} {lay.part}": (lay.key, lay.files) for lay in plan.layers}
+
+    first, again = keys(), keys()
+    assert first == again and sum(1 for k in first if k.startswith("big ")) == 5
+    install(venv, "big", {f"big/f{i}.bin": b"y" * (500 * (i % 4 + 1)) for i in range(30)})
+    after = keys()
+    moved = {k for k in first if first[k][0] != after[k][0]}
+    assert moved == {k for k in first if k.startswith("big ")}, moved
+
+
+def test_report_names_a_part_by_its_place(venv: Path) -> None:
+    install(venv, "big", {f"big/f{i}.bin": b"x" * 4000 for i in range(4)})
+    rows = layers.report_rows(layers.plan(venv, SITE, group_below=0, part_size=9000))
+    assert sorted(r[0] for r in rows if r[0].startswith("big")) == [
+        "big (part 1 of 2)", "big (part 2 of 2)"]  # fmt: skip
+
+
 def test_report_names_a_group_by_its_members(venv: Path) -> None:
     small_dists(venv, 6)
     rows = layers.report_rows(layers.plan(venv, SITE, group_below=10**6, groups=1))
