@@ -47,6 +47,7 @@ from typing import Any
 from tfyarn_jupyter.container import exit_gate
 from tfyarn_jupyter.container.log import log
 from tfyarn_jupyter.protocol import events
+from tfyarn_jupyter.protocol.causes import LOSSES, Cause, read_yarn
 
 #: The exit status of a trainer ending itself to restart with its cluster (EX_TEMPFAIL).
 FOLLOW_EXIT = 75
@@ -58,8 +59,6 @@ DEFAULT_PREEMPTIONS = 10
 CLUSTER = ("chief", "worker", "ps")
 LOST, FOLLOW, GEN = "cluster/lost/", "cluster/follow/", "cluster/gen/"
 UP, EXITED = "cluster/up/", "cluster/exited/"
-#: YARN's exit statuses for a lost container, and the diagnostics it gives with them.
-PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
 
 
 def lost_key(container_id: str) -> str:
@@ -96,22 +95,9 @@ def container_id(c: Any) -> str:
 #: A container killed whole from outside: ``yarn container -signal ID FORCEFUL_SHUTDOWN``
 #: (SIGKILL to every process in it) or ``GRACEFUL_SHUTDOWN`` (SIGTERM), by an operator or
 #: a node's tooling. Nothing in it lives to say so.
-CONTAINER_KILLED = "container killed"
+CONTAINER_KILLED = Cause.CONTAINER_KILLED.value
 #: skein's words for a container whose exit status is positive, whatever it was.
 EXITED_POSITIVE = "container failed during execution"
-
-
-def cause_of(exit_message: str) -> tuple[str, int | None]:
-    """``(cause, exit status)`` from what skein says of an ended container: YARN's diagnostics
-    for a container it took back (``core.recovery.cause_of``'s reading, on this side)."""
-    text = (exit_message or "").lower()
-    if "preempt" in text:
-        return "preempted", PREEMPTED_STATUS
-    if "*lost*" in text or "lost node" in text or "node lost" in text or "decommission" in text:
-        return "node lost", ABORTED_STATUS
-    if "disks failed" in text or "disk failed" in text:
-        return "node lost", DISKS_FAILED_STATUS
-    return "failed", None
 
 
 def loss_of(app: Any, kv: Mapping[str, Any], c: Any) -> tuple[str, int | None]:
@@ -121,8 +107,9 @@ def loss_of(app: Any, kv: Mapping[str, Any], c: Any) -> tuple[str, int | None]:
     afresh when the snapshot lacks it). A container that failed before its task started
     (its environment, a pre-script hook) is a failure."""
     message = getattr(c, "exit_message", "") or ""
-    cause, status = cause_of(message)
-    if cause != "failed" or EXITED_POSITIVE not in message.lower():
+    reading, status = read_yarn(message)
+    cause = reading.value
+    if reading is not Cause.FAILED or EXITED_POSITIVE not in message.lower():
         return cause, status
     cid = container_id(c)
     if up_key(cid) not in kv or exited_key(cid) in kv or app.kv.get(exited_key(cid)) is not None:
@@ -145,7 +132,9 @@ def ended_by_itself(task: Any) -> None:
 #: The losses the TensorFlow cluster recovers from inside its application: a container YARN
 #: took back, lost with its node (its replacement waits for a node of its partition), or
 #: killed whole by a signal.
-IN_APPLICATION = ("preempted", "node lost", CONTAINER_KILLED)
+IN_APPLICATION = tuple(c.value for c in LOSSES)
+#: A restart record's cause for a task stopped so that its cluster restarts together.
+PEER_RESTARTED = Cause.PEER_RESTARTED.value
 
 
 # -- which task a container is --------------------------------------------------------------------
@@ -274,15 +263,13 @@ def begin(task: Any) -> str:
     # A preempted container may see its own loss marked in the moment between YARN's
     # SIGTERM and its SIGKILL, and follow: the loss, marked first, says why.
     if prev_id and follow_key(prev_id) in kv and lost_key(prev_id) not in kv:
-        cause, status = "peer restarted", None
+        cause, status = PEER_RESTARTED, None
     elif prev is not None:
         cause, status = loss_of(task.app, kv, prev)
     else:
-        cause, status = "failed", None
+        cause, status = Cause.FAILED.value, None
     if (
-        task.type in CLUSTER
-        and prev is not None
-        and cause not in (*IN_APPLICATION, "peer restarted")
+        task.type in CLUSTER and prev is not None and cause not in (*IN_APPLICATION, PEER_RESTARTED)
     ):  # not a restart: the run ends, with the lost container's own stop and traceback
         return f"{task.name}'s container {prev_id} ended ({cause}): {prev.exit_message}"
     step = events.parse(kv).progress.get(task.name, {}).get("step")

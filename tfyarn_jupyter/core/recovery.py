@@ -1,7 +1,8 @@
 """What to do when a task's container is lost: why it was lost, what restarts, which budget pays.
 
-Pure: the decision table of issue 25, from what YARN says of a lost container (its exit
-status, or the diagnostics skein passes on), the task's type and the program's strategy.
+Pure: the decision table of issue 25, from why a container was lost (as
+:func:`.protocol.causes.read_yarn` reads YARN's exit status or diagnostics, the container
+side too), the task's type and the program's strategy.
 
 - **Why.** A container YARN took back (PREEMPTED, -102), or lost with its node (ABORTED,
   -100, "released on a *lost* node"; DISKS_FAILED, -101), or killed whole by a signal
@@ -32,12 +33,11 @@ same full queue); one after the task's own failure is submitted at once, as tf-y
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-#: YARN's ContainerExitStatus values that say the container, not the task, was lost.
-PREEMPTED_STATUS, ABORTED_STATUS, DISKS_FAILED_STATUS = -102, -100, -101
+from tfyarn_jupyter.protocol.causes import LOSSES, Cause
+
 #: Restarts a run makes for preempted and lost containers before it gives up.
 DEFAULT_PREEMPTIONS = 10
 #: Where a user sets that bound (``env=``); the tasks read it too (``container.regroup``).
@@ -49,36 +49,6 @@ LOSS_BACKOFF_S, LOSS_BACKOFF_CAP_S = 5.0, 120.0
 INDEPENDENT = ("evaluator", "tensorboard")
 #: Everything of the TensorFlow cluster (restarted together where the strategy needs it).
 CLUSTER = ("chief", "worker", "ps")
-
-
-class Cause(str, enum.Enum):
-    """Why a task's container ended before the task finished."""
-
-    PREEMPTED = "preempted"
-    NODE_LOST = "node lost"
-    CONTAINER_KILLED = "container killed"
-    KILLED = "killed"
-    FAILED = "failed"
-
-
-#: The container's loss, not the task's failure: paid from the run's own bound.
-LOSSES = (Cause.PREEMPTED, Cause.NODE_LOST, Cause.CONTAINER_KILLED)
-
-
-def cause_of(exit_message: str, exit_status: int | None = None) -> Cause:
-    """The cause, from YARN's exit status when known, else from its diagnostics text."""
-    if exit_status == PREEMPTED_STATUS:
-        return Cause.PREEMPTED
-    if exit_status in (ABORTED_STATUS, DISKS_FAILED_STATUS):
-        return Cause.NODE_LOST
-    text = exit_message.lower()
-    if "preempt" in text:
-        return Cause.PREEMPTED
-    if "lost node" in text or "*lost*" in text or "node lost" in text or "decommission" in text:
-        return Cause.NODE_LOST
-    if "killed by user" in text or "killed by the applicationmaster" in text:
-        return Cause.KILLED
-    return Cause.FAILED
 
 
 @dataclasses.dataclass(frozen=True)

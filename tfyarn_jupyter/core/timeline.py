@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tfyarn_jupyter.core.recovery import cause_of
+from tfyarn_jupyter.protocol.causes import read_yarn
 
 if TYPE_CHECKING:  # the reports it reads: state.py builds them and imports this module
     from tfyarn_jupyter.core.state import AppInfo, ContainerInfo
@@ -108,7 +108,7 @@ def restarts(
         step, resumed = _int(rec.get("step")), _int(rec.get("resumed_step"))
         known = step is not None and resumed is not None
         recorded_at = float(rec["t"]) * 1000 if _int(rec.get("t")) else 0.0
-        yarn_says = cause_of(lost.exit_message).value if lost else ""
+        yarn_says = read_yarn(lost.exit_message)[0].value if lost else ""
         out.append({
             "n": n,
             "cause": str(rec.get("cause") or yarn_says),

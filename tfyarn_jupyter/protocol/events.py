@@ -21,9 +21,9 @@ value is a small JSON object with the time it happened. Keys:
     key per task, however long the run, so the store stays small.
 ``restarts/<type:index>/<n, zero-padded>``
     The task's ``n``-th restart inside the application (its container was lost and YARN's
-    application master started another): ``cause`` (``preempted``, ``node lost``,
-    ``container killed``, ``failed``, ``peer restarted``: it was stopped so that its
-    cluster restarts together),
+    application master started another): ``cause`` (:class:`.causes.Cause`: ``preempted``,
+    ``node lost``, ``container killed``, ``killed``, ``failed``, ``peer restarted``: it was
+    stopped so that its cluster restarts together),
     ``exit_status`` of the lost container where YARN gave one, ``step`` (the last step the
     task reported before the loss) and ``resumed_step`` once it restored a checkpoint, so
     that the steps lost are ``step - resumed_step``. Written by the restarted container.

@@ -26,7 +26,7 @@ from tfyarn_jupyter.core.options import LaunchOptions
 from tfyarn_jupyter.core.spec import TaskSpec, validate_task_specs
 from tfyarn_jupyter.core.state import ENDED_APP, RunStatus, changes, redact_env
 from tfyarn_jupyter.hadoop import resourcemanager
-from tfyarn_jupyter.protocol import contract
+from tfyarn_jupyter.protocol import causes, contract
 from tfyarn_jupyter.run import mlflow_tracking
 from tfyarn_jupyter.run import skein_app as appspec
 from tfyarn_jupyter.run.polling import StatusSource, app_info, task_specs_of
@@ -232,7 +232,7 @@ class Run:
     def _persist(self, st: RunStatus) -> None:
         write_event_log(st, self.task_specs, self._source.events, self.attempts, self._env)
 
-    def _decision(self, st: RunStatus) -> tuple[str, recovery.Cause, recovery.Decision]:
+    def _decision(self, st: RunStatus) -> tuple[str, causes.Cause, recovery.Decision]:
         """What a failed attempt calls for (reads only): the lost task, why, and the decision:
         a container YARN preempted or lost with its node spends a restart, a task's own
         failure a retry (:mod:`.core.recovery`); the losses the application restarted
@@ -240,7 +240,7 @@ class Run:
         lost = next((t for t in st.tasks if t.task == (st.failure and st.failure.task)), None)
         lost = lost or next((t for t in st.tasks if t.state in ("failed", "killed")), None)
         task = lost.task if lost else "the application"
-        cause = recovery.cause_of(lost.exit_message if lost else st.app.diagnostics)
+        cause, _ = causes.read_yarn(lost.exit_message if lost else st.app.diagnostics)
         topology = {t: s.instances for t, s in self.task_specs.items()}
         kind = self._prepared.contract.program if self._prepared else contract.UNKNOWN
         inside = recovery.losses_restarted(self._source.events.restarts)

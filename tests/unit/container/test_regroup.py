@@ -105,15 +105,6 @@ def test_a_restarted_container_is_its_task_restarted(monkeypatch):
     assert task.slot.previous.instance == 0
 
 
-@pytest.mark.parametrize(
-    "message,cause,status",
-    [(PREEMPTED, "preempted", -102), ("Container released on a *lost* node", "node lost", -100),
-     (FOLLOWED, "failed", None), ("", "failed", None)],
-)  # fmt: skip
-def test_why_a_container_ended_is_read_from_yarns_words(message, cause, status):
-    assert regroup.cause_of(message) == (cause, status)
-
-
 # -- the generation --------------------------------------------------------------------------
 def test_a_lost_container_is_counted_once_and_one_that_followed_never():
     app = App()

@@ -12,9 +12,7 @@ from tfyarn_jupyter.core.recovery import (
     LOSS_BACKOFF_CAP_S,
     PREEMPTIONS_VAR,
     Budget,
-    Cause,
     backoff_after,
-    cause_of,
     decide,
     decide_attempt,
     loss_backoff_s,
@@ -23,6 +21,7 @@ from tfyarn_jupyter.core.recovery import (
     restart_set,
 )
 from tfyarn_jupyter.protocol import contract
+from tfyarn_jupyter.protocol.causes import Cause
 
 TOPOLOGIES = {
     contract.ESTIMATOR: {"chief": 1, "worker": 2, "ps": 1, "evaluator": 1, "tensorboard": 1},
@@ -30,28 +29,6 @@ TOPOLOGIES = {
     contract.PARAMETER_SERVER: {"chief": 1, "worker": 2, "ps": 1, "evaluator": 1},
     contract.DEFAULT: {"chief": 1, "evaluator": 1},
 }
-
-
-@pytest.mark.parametrize(
-    ("message", "status", "cause"),
-    [
-        ("Container preempted by scheduler", None, Cause.PREEMPTED),
-        ("", -102, Cause.PREEMPTED),
-        ("Container released on a *lost* node", None, Cause.NODE_LOST),
-        ("", -100, Cause.NODE_LOST),
-        ("", -101, Cause.NODE_LOST),
-        ("Container killed by the ApplicationMaster.", None, Cause.KILLED),
-        ("Killed by user", None, Cause.KILLED),
-        ("Exception from container-launch. Exit code: 1", None, Cause.FAILED),
-        ("is running beyond physical memory limits", None, Cause.FAILED),
-        # An attempt the client sees end on a kill: a container killed whole restarts inside
-        # its application (container.regroup), so what ends one is a task killed inside.
-        ("Container killed on request. Exit code is 137", None, Cause.FAILED),
-        ("", None, Cause.FAILED),
-    ],
-)
-def test_the_cause_comes_from_the_exit_status_else_from_yarns_words(message, status, cause):
-    assert cause_of(message, status) is cause
 
 
 def test_every_cause_task_and_strategy_has_exactly_one_decision():
@@ -90,19 +67,6 @@ def test_a_keras_parameter_server_worker_restarts_with_its_whole_cluster():
     a replacement YARN container has a new one: the cluster restarts with a new spec."""
     ps = TOPOLOGIES[contract.PARAMETER_SERVER]
     assert restart_set("worker", contract.PARAMETER_SERVER, ps) == ("chief", "worker", "ps")
-
-
-@pytest.mark.parametrize(
-    "message,cause",
-    [("Container preempted by scheduler", Cause.PREEMPTED),
-     ("Container released on a *lost* node", Cause.NODE_LOST),
-     ("Container failed during execution, see logs for more information.", Cause.FAILED)],
-)  # fmt: skip
-def test_the_tasks_read_a_lost_container_as_the_client_does(message, cause):
-    """The container side cannot import this module: it reads YARN's words alike."""
-    from tfyarn_jupyter.container import regroup
-
-    assert regroup.cause_of(message)[0] == cause_of(message).value == cause.value
 
 
 def test_preemption_spends_its_own_budget_never_the_users_retries():
