@@ -245,7 +245,7 @@ class LaunchOptions:
     #: ``Client(principal=, keytab=)``); alone, it must be the ticket cache's principal.
     principal: str | None = None
     keytab: str | None = None
-    #: Ship the venv as content-addressed layers (:mod:`.layer_cache`) instead of one tar.
+    #: Ship the venv as content-addressed layers (``ship/layered_launch.py``), not one tar.
     layers: bool = True
     #: Ship the venv's base interpreter as a layer: "auto" (a self-contained one), True, False.
     ship_interpreter: bool | str = "auto"

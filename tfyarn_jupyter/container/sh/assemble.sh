@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assembling a layered environment in a container (see tfyarn_jupyter/layer_cache.py).
+# Assembling a layered environment in a container (see tfyarn_jupyter/ship/layered_launch.py).
 # Put by run/skein_app.py before service.sh's text, so that service.sh finds ./env and the
 # interpreter it runs on.
 #
