@@ -41,6 +41,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import hashlib
+import heapq
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -269,13 +270,16 @@ def split(layer: Layer, part_size: int = PART_SIZE) -> list[Layer]:
     count = min(-(-layer.size // part_size), len(layer.files)) if part_size > 0 else 1
     if count <= 1:
         return [layer]
-    sizes = {f: max(_size(layer.root / f), 0) for f in layer.files}
+    root = f"{layer.root}/"
+    sizes = {f: max(_size(root + f), 0) for f in layer.files}
     parts: list[list[str]] = [[] for _ in range(count)]
     totals = [0] * count
+    lightest = [(0, i) for i in range(count)]  # a heap of (bytes so far, part)
     for f in sorted(layer.files, key=lambda f: (-sizes[f], f)):
-        i = min(range(count), key=lambda k: (totals[k], k))
+        total, i = heapq.heappop(lightest)
         parts[i].append(f)
-        totals[i] += sizes[f]
+        totals[i] = total + sizes[f]
+        heapq.heappush(lightest, (totals[i], i))
     return [
         dataclasses.replace(
             layer,
