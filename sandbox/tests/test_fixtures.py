@@ -59,7 +59,12 @@ def test_a_suite_runs_on_the_session_sandbox_when_its_shape_covers_the_suites(ch
 def test_a_suite_starts_its_own_when_the_session_sandbox_lacks_an_option(choose):
     assert choose(Shape(), True, Shape(preemption=True)) == ("own --preemption", True)
     assert choose(Shape(gpus=1), True, Shape(gpus=2)) == ("own --gpus=2", True)
-    assert choose(Shape(preemption=True, gpus=2), True, Shape(gpus=2)) == ("own --gpus=2", True)
+    assert choose(Shape(kerberos=True, gpus=2), True, Shape(gpus=2)) == ("own --gpus=2", True)
+
+
+def test_a_preemption_sandbox_serves_a_suite_asking_for_gpus_only(choose):
+    box, own = choose(Shape(preemption=True, gpus=2), True, Shape(gpus=2))
+    assert isinstance(box, FakeSandbox) and not own
 
 
 def test_a_suite_starts_its_own_when_the_session_sandbox_is_down(choose):

@@ -40,30 +40,39 @@ def test_the_monitor_runs_the_proportional_policy_quickly():
     assert float(site[f"{PRE}.max_ignored_over_capacity"]) == 0.0
 
 
-def test_low_and_high_split_the_unlabelled_partition(layout):
+def test_high_keeps_half_of_the_unlabelled_partition_and_the_four_queues_share_it(layout):
     cs = hadoop_conf.preemption_queues(layout)
     queues = cs[f"{Q}.queues"].split(",")
     assert queues == ["default", "ml-gpu", "low", "high"]
     assert sum(float(cs[f"{Q}.{name}.capacity"]) for name in queues) == 100
+    assert cs[f"{Q}.high.capacity"] == "50" and cs[f"{Q}.low.capacity"] == "25"
+    for name in queues:
+        assert cs[f"{Q}.{name}.maximum-capacity"] == "100"
     for name in hadoop_conf.PREEMPTION_QUEUES:
-        assert (cs[f"{Q}.{name}.capacity"], cs[f"{Q}.{name}.maximum-capacity"]) == ("50", "100")
         assert cs[f"{Q}.{name}.accessible-node-labels"] == " "
         assert cs[f"{Q}.{name}.acl_submit_applications"] == "*"
         assert cs[f"{Q}.{name}.acl_administer_queue"] == "alice"
-        assert cs[f"{Q}.{name}.user-limit-factor"] == "-1"
 
 
-def test_default_and_ml_gpu_stay_usable_without_a_guarantee(layout):
-    """No share of the unlabelled partition, but one user may fill it and submit freely;
-    ml-gpu keeps the whole gpu partition."""
-    cs = hadoop_conf.preemption_queues(layout)
+def _user_share(cs: dict[str, str], name: str) -> float:
+    """What one user may hold of the unlabelled partition in a queue: its guarantee
+    times its user limit factor, at most its maximum capacity (CapacityScheduler's rule)."""
+    capacity, factor = float(cs[f"{Q}.{name}.capacity"]), float(cs[f"{Q}.{name}.user-limit-factor"])
+    return min(capacity * factor, float(cs[f"{Q}.{name}.maximum-capacity"]))
+
+
+def test_one_user_fills_any_queue_and_runs_as_many_masters_as_in_the_default_shape(layout):
+    """A suite of the default shape sees the same room: one user may fill the node from
+    any queue, and YARN's bound on a user's application masters (the guarantee times the
+    user limit factor times the master share) is what the default shape's queues give."""
+    cs, usual = hadoop_conf.preemption_queues(layout), hadoop_conf.capacity_scheduler(layout)
+    for name in (*hadoop_conf.QUEUES, *hadoop_conf.PREEMPTION_QUEUES):
+        assert _user_share(cs, name) == 100
     for name in hadoop_conf.QUEUES:
-        assert cs[f"{Q}.{name}.capacity"] == "0"
-        assert cs[f"{Q}.{name}.maximum-capacity"] == "100"
-        assert cs[f"{Q}.{name}.user-limit-factor"] == "-1"
-        assert int(cs[f"{Q}.{name}.maximum-applications"]) >= 100
+        assert _user_share(cs, name) == _user_share(usual, name)
+        for key in ("acl_submit_applications", "acl_administer_queue", "accessible-node-labels"):
+            assert cs[f"{Q}.{name}.{key}"] == usual[f"{Q}.{name}.{key}"]
     assert cs[f"{Q}.ml-gpu.accessible-node-labels.{GPU_LABEL}.capacity"] == "100"
-    assert cs[f"{Q}.default.accessible-node-labels"] == " "
 
 
 def test_the_default_sandbox_has_no_preemption(layout):

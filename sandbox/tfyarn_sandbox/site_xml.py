@@ -18,8 +18,11 @@ from pathlib import Path
 
 GPU_LABEL = "gpu"
 QUEUES = ("default", "ml-gpu")
-#: The queues ``start --preemption`` adds: each guaranteed half of the unlabelled partition.
+#: The queues ``start --preemption`` adds beside :data:`QUEUES`.
 PREEMPTION_QUEUES = ("low", "high")
+#: With ``--preemption``, each queue's guarantee on the unlabelled partition (%): ``high``
+#: keeps half, so that what it claims back is more than a container's worth.
+PREEMPTION_GUARANTEES = {"default": 12.5, "ml-gpu": 12.5, "low": 25.0, "high": 50.0}
 #: The resource type YARN counts GPUs as (Hadoop's ``ResourceInformation.GPU_URI``).
 GPU_RESOURCE = "yarn.io/gpu"
 #: Memory and vcores of each NodeManager: two of them fit a 2-core, 24 GiB host.
@@ -332,28 +335,29 @@ def preemption_site() -> dict[str, str]:
 
 
 def preemption_queues(layout: Layout) -> dict[str, str]:
-    """The queues of ``start --preemption``: ``low`` and ``high`` share the unlabelled
-    partition half and half, each able to grow to all of it; ``default`` and ``ml-gpu``
-    stay (``ml-gpu`` keeps the gpu partition) with no guarantee on the unlabelled one.
+    """The queues of ``start --preemption``: ``default``, ``ml-gpu``, ``low`` and ``high``
+    guaranteed shares of the unlabelled partition (:data:`PREEMPTION_GUARANTEES`), each
+    able to grow to all of it; ``ml-gpu`` keeps the gpu partition.
 
-    So an application in ``high`` that asks for its half takes it back from ``low``
-    (or from ``default`` / ``ml-gpu``) through the preemption monitor. A user limit
-    factor of -1 lets one user fill a queue up to its maximum capacity, and a queue
-    without a guarantee needs it, and a number of applications of its own, to run any.
+    So an application in ``high`` that asks for its half takes it back from ``low`` (or
+    from any queue over its guarantee) through the preemption monitor. Each queue's user
+    limit factor is 100 over its guarantee: one user may fill the queue up to its maximum
+    capacity and, since YARN bounds a user's application masters by a share of the
+    guarantee times that factor, run as many applications at once as in the default
+    shape's queues. What a suite of the default shape does thus runs the same here, as
+    long as no other queue asks for its guarantee back meanwhile.
     """
     q = "yarn.scheduler.capacity.root"
     props = capacity_scheduler(layout)
     props[f"{q}.queues"] = ",".join((*QUEUES, *PREEMPTION_QUEUES))
-    for name in QUEUES:
-        props[f"{q}.{name}.capacity"] = "0"
-        props[f"{q}.{name}.user-limit-factor"] = "-1"
-        # Else a share of yarn.scheduler.capacity.maximum-applications as small as the guarantee.
-        props[f"{q}.{name}.maximum-applications"] = "1000"
+    for name, share in PREEMPTION_GUARANTEES.items():
+        props |= {
+            f"{q}.{name}.capacity": f"{share:g}",
+            f"{q}.{name}.maximum-capacity": "100",
+            f"{q}.{name}.user-limit-factor": f"{100 / share:g}",
+        }
     for name in PREEMPTION_QUEUES:
         props |= {
-            f"{q}.{name}.capacity": "50",
-            f"{q}.{name}.maximum-capacity": "100",
-            f"{q}.{name}.user-limit-factor": "-1",
             f"{q}.{name}.acl_submit_applications": "*",
             f"{q}.{name}.acl_administer_queue": layout.user,
             f"{q}.{name}.accessible-node-labels": " ",

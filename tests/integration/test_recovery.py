@@ -16,6 +16,7 @@ import skein
 from tfyarn_sandbox.fixtures import skein_driver, suite_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
+from tfyarn_sandbox.site_xml import NM_VCORES, PREEMPTION_GUARANTEES
 
 from tfyarn_jupyter import TaskSpec, submit
 from tfyarn_jupyter.core import program, recovery
@@ -218,9 +219,15 @@ def box_client(preemption_box: Sandbox) -> Iterator[skein.Client]:
 
 
 def high_guarantee() -> skein.ApplicationSpec:
-    """Queue ``high``'s guarantee (4 vcores with its master) in sleeping containers."""
-    service = skein.Service(resources=skein.Resources(memory=512, vcores=1),
-                            script="sleep 600", instances=3, allow_failures=True)  # fmt: skip
+    """Queue ``high``'s guarantee (half the unlabelled node, with its master) in sleeping
+    containers."""
+    instances = int(NM_VCORES * PREEMPTION_GUARANTEES["high"] // 100) - 1
+    service = skein.Service(
+        resources=skein.Resources(memory=512, vcores=1),
+        script="sleep 600",
+        instances=instances,
+        allow_failures=True,
+    )
     return skein.ApplicationSpec(name=unique("tfyarn-high"), queue="high",
                                  services={"sleep": service}, max_attempts=1)  # fmt: skip
 

@@ -23,11 +23,13 @@ import skein
 from tfyarn_sandbox.fixtures import AppTracker, killing_leftovers, skein_driver, suite_sandbox
 from tfyarn_sandbox.sandbox import Sandbox
 from tfyarn_sandbox.shapes.shape import Shape
-from tfyarn_sandbox.site_xml import NM_VCORES
+from tfyarn_sandbox.site_xml import NM_VCORES, PREEMPTION_GUARANTEES
 
 from .helpers import unique
 
 APP_TIMEOUT_S = 180.0
+#: Queue ``high``'s guarantee on the unlabelled node, in vcores (one of them for its master).
+HIGH_VCORES = int(NM_VCORES * PREEMPTION_GUARANTEES["high"] // 100)
 #: What YARN tells an application master about a container it preempted (exit status -102).
 PREEMPTED = "Container preempted by scheduler"
 
@@ -164,7 +166,7 @@ def test_high_takes_its_guarantee_back_from_low_by_preemption(box, client, apps)
     wait_for("low filling the unlabelled node", lambda: len(running(low)) == NM_VCORES - 1)
 
     t0 = time.monotonic()
-    high_id = apps.submit(sleepers("high", NM_VCORES // 2 - 1, "tfyarn-high"))  # its guarantee
+    high_id = apps.submit(sleepers("high", HIGH_VCORES - 1, "tfyarn-high"))  # its guarantee
     preempted = wait_for(
         "a container of low preempted",
         lambda: low.get_containers(services=["sleep"], states=["FAILED"]),
@@ -177,7 +179,7 @@ def test_high_takes_its_guarantee_back_from_low_by_preemption(box, client, apps)
     info = requests.get(rm_url(box, f"apps/{low_id}"), timeout=10).json()["app"]
     assert info["numNonAMContainerPreempted"] >= 1 and info["numAMContainerPreempted"] == 0
     high = client.connect(high_id)
-    wait_for("high running its guarantee", lambda: len(running(high)) == NM_VCORES // 2 - 1)
+    wait_for("high running its guarantee", lambda: len(running(high)) == HIGH_VCORES - 1)
     lost = info["numNonAMContainerPreempted"]
     print(f"high running {time.monotonic() - t0:.1f}s after its submission; low lost {lost} so far")
     assert str(client.application_report(low_id).state) == "RUNNING"

@@ -74,8 +74,8 @@ def test_a_default_sandbox_stands_in_for_no_shaped_one(name):
 
 
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Shape)])
-def test_only_gpus_may_be_more_than_a_suite_asks(name):
-    assert _one(name).covers(Shape()) is (name == "gpus")
+def test_only_gpus_and_preemption_may_be_more_than_a_suite_asks(name):
+    assert _one(name).covers(Shape()) is (name in ("gpus", "preemption"))
 
 
 def test_a_suite_asking_for_gpus_gets_its_own_count():
@@ -83,9 +83,11 @@ def test_a_suite_asking_for_gpus_gets_its_own_count():
     assert box.covers(Shape(gpus=2)) and box.covers(Shape())
     assert not box.covers(Shape(gpus=1)) and not box.covers(Shape(gpus=4))
     assert not box.covers(Shape(preemption=True, gpus=2))
-    # preemption takes the usual queues' guarantees: a default suite needs them
-    assert not Shape(preemption=True, gpus=2).covers(Shape(gpus=2))
+    # preemption adds queues and keeps the usual ones: it stands in for a sandbox without
+    assert Shape(preemption=True, gpus=2).covers(Shape(gpus=2))
     assert Shape(preemption=True, gpus=2).covers(Shape(preemption=True))
+    assert not Shape(preemption=True).covers(Shape(gpus=2))
+    assert not Shape(preemption=True, kerberos=True).covers(Shape(preemption=True))
 
 
 def test_port_names_add_a_second_namenode_and_the_kdc():

@@ -54,16 +54,19 @@ class Shape:
     def covers(self, wanted: Shape) -> bool:
         """Whether a sandbox of this shape can stand in for one of shape ``wanted``.
 
-        Only GPUs add to a sandbox without changing what a suite of the default shape
-        sees (a resource type on the gpu node), so a sandbox with GPUs stands in for one
-        without, and for one with as many (a suite that asks for GPUs counts them). Every
-        other option must be the same: Kerberos, HA, viewfs, hosts and nodes without
-        Python change how a client reaches the cluster or what a node has, and
-        ``--preemption`` takes the guarantees of queues ``default`` and ``ml-gpu``
-        (there, a user's second application waits for the first: its master has no room).
+        Two options add to a sandbox without changing what a suite of the default shape
+        sees: GPUs (a resource type on the gpu node) and ``--preemption`` (queues ``low``
+        and ``high`` beside ``default`` and ``ml-gpu``, which keep their room for
+        applications; the monitor takes nothing while no queue asks for its guarantee
+        back). So a sandbox with either stands in for one without, and for one with GPUs
+        only when it has as many (a suite that asks for GPUs counts them). Every other
+        option must be the same: Kerberos, HA, viewfs, hosts and nodes without Python
+        change how a client reaches the cluster or what a node has.
         """
-        same = [f.name for f in dataclasses.fields(self) if f.name != "gpus"]
+        same = [f.name for f in dataclasses.fields(self) if f.name not in ("gpus", "preemption")]
         if any(getattr(self, name) != getattr(wanted, name) for name in same):
+            return False
+        if wanted.preemption and not self.preemption:
             return False
         return wanted.gpus in (0, self.gpus)
 
