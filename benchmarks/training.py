@@ -33,7 +33,7 @@ from typing import Any
 
 from tfyarn_jupyter.core.spec import KerasExperiment, TaskSpec
 from tfyarn_jupyter.hadoop import filesystem
-from tfyarn_jupyter.protocol.contract import SYNC_PUSH_VAR
+from tfyarn_jupyter.protocol.contract import CHECKPOINT_EPOCHS_VAR, SYNC_PUSH_VAR
 from tfyarn_jupyter.run import launch as runs
 from tfyarn_jupyter.run.result import read_event_log
 
@@ -41,6 +41,7 @@ from .core import Bench
 
 SECTION = "training speed: wide MLP, a checkpoint each epoch"
 SECTION_1GB = "training speed: wide MLP and a 1 GiB table, a 1 GiB checkpoint each epoch"
+SECTION_1GB_FEW = "training speed: wide MLP and a 1 GiB table, a 1 GiB checkpoint every 3rd epoch"
 CHIEF = TaskSpec("2G", 1)
 #: The 1 GiB model's chief: the table, its checkpoint's buffers, TensorFlow.
 BIG_CHIEF = TaskSpec("5G", 1)
@@ -165,7 +166,7 @@ LOCAL = """
 import json, os, shutil, sys, tempfile, time
 import tensorflow as tf
 from benchmarks.training import CLOCK_FILE, wide_mlp_experiment
-epochs, steps, rows = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+epochs, steps, rows, every = (int(a) for a in sys.argv[1:5])
 exp = wide_mlp_experiment(tempfile.mkdtemp(), epochs, steps, rows)
 batches = iter(exp.input_data_fn())
 next(batches)
@@ -178,6 +179,8 @@ manager = tf.train.CheckpointManager(ckpt, exp.model_dir, max_to_keep=3)
 saves = []
 class Save(tf.keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
+        if (epoch + 1) % every and epoch + 1 < epochs:
+            return
         t0 = time.monotonic(); manager.save(); saves.append(time.monotonic() - t0)
 t0 = time.monotonic()
 params = dict(exp.train_params)
@@ -191,10 +194,11 @@ shutil.rmtree(exp.model_dir, ignore_errors=True)
 """
 
 
-def local_fit(epochs: int, steps: int, table_rows: int = 0) -> dict[str, float]:
-    """The local side's figures, in a fresh process run from the project's root."""
+def local_fit(epochs: int, steps: int, table_rows: int = 0, every: int = 1) -> dict[str, float]:
+    """The local side's figures, in a fresh process run from the project's root: a save
+    every ``every``-th epoch and at the end, as a chief with ``TFYARN_CHECKPOINT_EPOCHS``."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    argv = [sys.executable, "-c", LOCAL, str(epochs), str(steps), str(table_rows)]
+    argv = [sys.executable, "-c", LOCAL, *map(str, (epochs, steps, table_rows, every))]
     out = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=900, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -206,6 +210,7 @@ def yarn_fit(
     synchronous: bool,
     table_rows: int = 0,
     specs: dict[str, TaskSpec] | None = None,
+    every: int = 1,
 ) -> dict[str, float]:
     """The chief's fit and save seconds on YARN, model dir on HDFS; a chief alone unless
     ``specs`` names the tasks (the strategy follows from them, as for a user's run)."""
@@ -215,6 +220,8 @@ def yarn_fit(
         return wide_mlp_experiment(model_dir, epochs, steps, table_rows)
 
     env = {SYNC_PUSH_VAR: "1"} if synchronous else {}
+    if every > 1:
+        env[CHECKPOINT_EPOCHS_VAR] = str(every)
     if specs is None:
         specs = {"chief": BIG_CHIEF if table_rows else CHIEF}
     try:
@@ -241,9 +248,24 @@ def training_1gb(bench: Bench) -> None:
     compare(bench, SECTION_1GB, 4, 40, TABLE_ROWS, min(bench.cfg.reps, 3))
 
 
-def compare(bench: Bench, section: str, epochs: int, steps: int, rows: int, reps: int) -> None:
-    """Local, YARN with pushes beside training, YARN with each push waited for: interleaved
-    in each of ``reps`` repetitions; a row per figure."""
+def training_1gb_few(bench: Bench) -> None:
+    """The 1 GiB model checkpointed every third epoch (``TFYARN_CHECKPOINT_EPOCHS=3``), what
+    a user with a checkpoint that size would choose: locally and on YARN with pushes beside
+    training (each push waited for is :func:`training_1gb`'s baseline)."""
+    compare(bench, SECTION_1GB_FEW, 6, 40, TABLE_ROWS, min(bench.cfg.reps, 3), every=3)
+
+
+def compare(
+    bench: Bench,
+    section: str,
+    epochs: int,
+    steps: int,
+    rows: int,
+    reps: int,
+    every: int = 1,
+) -> None:
+    """Local, YARN with pushes beside training, and (checkpointing every epoch) YARN with
+    each push waited for: interleaved in each of ``reps`` repetitions; a row per figure."""
     import cloudpickle
 
     from . import training as module  # the experiment travels by value: no `benchmarks` there
@@ -251,24 +273,29 @@ def compare(bench: Bench, section: str, epochs: int, steps: int, rows: int, reps
     cloudpickle.register_pickle_by_value(module)
     got: dict[str, list[float]] = {}
     for rep in range(reps):
-        local = local_fit(epochs, steps, rows)
-        background = yarn_fit(bench, epochs, steps, synchronous=False, table_rows=rows)
-        synchronous = yarn_fit(bench, epochs, steps, synchronous=True, table_rows=rows)
+        local = local_fit(epochs, steps, rows, every)
+        background = yarn_fit(bench, epochs, steps, False, rows, every=every)
+        sides = {"local": local, "YARN, pushes beside training": background}
         figures = {
             "local fit": local["fit_s"],
             "YARN fit, pushes beside training": background["fit_s"],
-            "YARN fit, each push waited for (before)": synchronous["fit_s"],
             "steps/s on YARN / local, pushes beside training": local["fit_s"] / background["fit_s"],
-            "steps/s on YARN / local, each push waited for": local["fit_s"] / synchronous["fit_s"],
             "steps/s on YARN / local, first to last step, pushes beside training": (
                 stepping(local) / stepping(background)
             ),
-            "steps/s on YARN / local, first to last step, each push waited for": (
-                stepping(local) / stepping(synchronous)
-            ),
         }
-        sides = {"local": local, "YARN, pushes beside training": background,
-                 "YARN, each push waited for": synchronous}  # fmt: skip
+        if every == 1:
+            synchronous = yarn_fit(bench, epochs, steps, synchronous=True, table_rows=rows)
+            sides["YARN, each push waited for"] = synchronous
+            figures |= {
+                "YARN fit, each push waited for (before)": synchronous["fit_s"],
+                "steps/s on YARN / local, each push waited for": (
+                    local["fit_s"] / synchronous["fit_s"]
+                ),
+                "steps/s on YARN / local, first to last step, each push waited for": (
+                    stepping(local) / stepping(synchronous)
+                ),
+            }
         for side, measured in sides.items():
             figures.update({f"{cause}, {side}": s for cause, s in accounting(measured).items()})
         figures["input pipeline alone (local, the same batches)"] = local["input_s"]
@@ -279,6 +306,8 @@ def compare(bench: Bench, section: str, epochs: int, steps: int, rows: int, reps
         )
     chief = BIG_CHIEF if rows else CHIEF
     note = f"{epochs} epochs x {steps} steps, batch 256, chief {chief.memory} MiB / 1 vcore"
+    if every > 1:
+        note += f", a checkpoint every {every} epochs ({CHECKPOINT_EPOCHS_VAR}={every})"
     for name, values in got.items():
         bench.row(section, name, "ratio" if "/" in name else "s", values, note)
     bench.details[section] = {"epochs": epochs, "steps": steps, "time": time.time()}

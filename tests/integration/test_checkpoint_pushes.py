@@ -1,7 +1,8 @@
 """Checkpoint pushes beside training, on the sandbox: a push made slow on purpose
 (``TFYARN_CHECKPOINT_PUSH_DELAY``: each push holds its files at temporary names that long
 before the renames) neither slows the steps nor loses the last checkpoint, and a cancel
-during such a push leaves the last complete checkpoint, which a fresh model dir restores.
+during such a push leaves the last complete checkpoint, which a fresh model dir restores;
+``TFYARN_CHECKPOINT_EPOCHS`` spaces a run's checkpoints.
 
 Keras (the quickstart's model), a chief alone, ``model_dir`` on ``hdfs://``.
 """
@@ -14,11 +15,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tfyarn_jupyter import TaskSpec
+from tfyarn_jupyter import SpecError, TaskSpec
 from tfyarn_jupyter.container.checkpoints import INDEX, TMP_MARK, Index, ModelDir
 from tfyarn_jupyter.container.uploader import PUSH_NICE
 from tfyarn_jupyter.hadoop import filesystem
-from tfyarn_jupyter.protocol.contract import PUSH_DELAY_VAR
+from tfyarn_jupyter.protocol.contract import CHECKPOINT_EPOCHS_VAR, PUSH_DELAY_VAR, SYNC_PUSH_VAR
 from tfyarn_jupyter.run.result import read_event_log
 
 from .helpers import unique
@@ -128,3 +129,35 @@ def test_a_cancel_during_a_slow_push_leaves_the_last_complete_checkpoint_which_r
 
     variables = tf.train.load_checkpoint(restored).get_variable_to_shape_map()
     assert any("kernel" in name for name in variables), sorted(variables)[:10]
+
+
+def test_a_keras_run_checkpoints_every_nth_epoch_and_at_the_end_and_refuses_a_bad_interval(
+    cancer, launch, model_root, skein_client
+):
+    """``TFYARN_CHECKPOINT_EPOCHS=2`` over 5 epochs of 10 steps: checkpoints at steps 20, 40
+    and 50 (the end), each push waited for so that the model dir keeps every one; a 0 is
+    refused before anything is submitted."""
+    model_dir = filesystem.qualify(f"{model_root}/every-2")
+
+    def experiment_fn():
+        return cancer.keras_experiment(model_dir, epochs=5, steps_per_epoch=10)
+
+    before = {
+        a.id for a in skein_client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"])
+    }
+    with pytest.raises(SpecError, match="TFYARN_CHECKPOINT_EPOCHS='0': give a whole number"):
+        launch(experiment_fn, CHIEF, "tfyarn-test-every-0", env={CHECKPOINT_EPOCHS_VAR: "0"})
+    after = {
+        a.id for a in skein_client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"])
+    }
+    assert after <= before, "nothing submitted"
+
+    env = {CHECKPOINT_EPOCHS_VAR: "2", SYNC_PUSH_VAR: "1"}
+    run = launch(experiment_fn, CHIEF, "tfyarn-test-every-2", env=env)
+    assert run.wait(timeout=600).final_status == "SUCCEEDED"
+    index = remote_index(model_dir)
+    print(f"\ncheckpoint index on HDFS: {index}")
+    assert index is not None and index.latest == "ckpt-50", index
+    assert index.paths == ["ckpt-20", "ckpt-40", "ckpt-50"], index
+    saved = {f.split(".", 1)[0] for f in remote_files(model_dir) if f.startswith("ckpt-")}
+    assert saved == {"ckpt-20", "ckpt-40", "ckpt-50"}, saved

@@ -6,7 +6,8 @@ ParameterServerStrategy beside a ps (the chief coordinates ``fit``; workers and
 ps serve), the default strategy for a single trainer. ``experiment_fn`` is
 called inside the strategy's scope, so the model's variables are the
 strategy's. Each trainer checkpoints (``tf.train.Checkpoint`` of the model and
-its optimizer, numbered by step) at the end of every epoch and of training:
+its optimizer, numbered by step) at the end of every epoch (every
+``TFYARN_CHECKPOINT_EPOCHS``-th) and of training:
 the chief into the model dir, the others into a scratch folder (MultiWorker-
 Mirrored saves are collective). A trainer restores the model dir's latest
 checkpoint first. The evaluator evaluates each new checkpoint of the chief on
@@ -24,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 from tfyarn_jupyter.container import checkpoints as modeldir
 from tfyarn_jupyter.container import progress, regroup, uploader
 from tfyarn_jupyter.protocol import contract
-from tfyarn_jupyter.protocol.contract import MULTI_WORKER_MIRRORED, PARAMETER_SERVER, SYNC_PUSH_VAR
+from tfyarn_jupyter.protocol.contract import (
+    MULTI_WORKER_MIRRORED,
+    PARAMETER_SERVER,
+    SYNC_PUSH_VAR,
+    checkpoint_epochs,
+)
 
 if TYPE_CHECKING:
     from tfyarn_jupyter.container.task import Task
@@ -140,7 +146,7 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
     regroup.resumed(task, step)
     params = fit_params(experiment, strategy_name, "evaluator" in task.topology, step)
     pusher = modeldir.background_pusher(md) if is_chief and md.remote else None
-    saver = CheckpointSaver(manager, pusher, model, step)
+    saver = CheckpointSaver(manager, pusher, model, step, every=checkpoint_epochs(os.environ))
     saver.synchronous = os.environ.get(SYNC_PUSH_VAR) == "1"
     params["callbacks"] += [keras_callback(saver), progress.ProgressCallback()]
     task.put("train_start")
@@ -158,12 +164,16 @@ def train(task: Task, experiment: Any, strategy_name: str) -> None:
 
 
 class CheckpointSaver:
-    """Save a numbered checkpoint at each epoch's end and the training's; ask the chief's
-    pusher (:mod:`.uploader`) to push it beside training."""
+    """Save a numbered checkpoint at the end of every ``every``-th epoch (counted from the
+    first epoch of training, so a resumed run keeps the same ones) and of training; ask
+    the chief's pusher (:mod:`.uploader`) to push it beside training."""
 
-    def __init__(self, manager: Any, pusher: Any, model: Any, step: int = 0) -> None:
+    def __init__(
+        self, manager: Any, pusher: Any, model: Any, step: int = 0, every: int = 1
+    ) -> None:
         self.manager, self.pusher, self.model = manager, pusher, model
         self.last_step = step
+        self.every = every
         #: Wait for each push as before the background pusher (for the benchmark's baseline).
         self.synchronous = False
         #: Seconds training waited in saves (writing the checkpoint, and any push waited for).
@@ -183,7 +193,8 @@ class CheckpointSaver:
         self.save_s += time.monotonic() - t0
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-        self.save()
+        if (epoch + 1) % self.every == 0:
+            self.save()
 
     def on_train_end(self, logs: Any = None) -> None:
         self.save()

@@ -22,6 +22,9 @@ SYNC_PUSH_VAR = "TFYARN_SYNC_CHECKPOINT_PUSH"
 #: Seconds each checkpoint push holds its files at their temporary names before the
 #: renames: a slow HDFS made on purpose (fault injection, for tests and benchmarks).
 PUSH_DELAY_VAR = "TFYARN_CHECKPOINT_PUSH_DELAY"
+#: A Keras run's trainers checkpoint every that many epochs (and at the end of training);
+#: unset, every epoch. For a model whose checkpoint takes long to write.
+CHECKPOINT_EPOCHS_VAR = "TFYARN_CHECKPOINT_EPOCHS"
 #: TensorFlow's hdfs:// plugin as the client built it (tfyarn_jupyter.hadoop.tf_filesystem).
 TF_HDFS_PLUGIN = "tfyarn_tf_hdfs.so"
 #: The experiment function, pickled with cloudpickle, in the container's folder.
@@ -73,6 +76,24 @@ NODE_ENV_KEEP_VAR = "TFYARN_ENV_KEEP"
 
 class ContractError(ValueError):
     """A task's environment does not hold a valid contract."""
+
+
+def checkpoint_epochs(environ: Mapping[str, str]) -> int:
+    """Every how many epochs a Keras run checkpoints (:data:`CHECKPOINT_EPOCHS_VAR`, 1 unset).
+
+    Read by the client before anything is submitted and by the trainers, from the same
+    environment (``env=`` over the notebook's); a :class:`ContractError` names a bad value.
+    """
+    value = environ.get(CHECKPOINT_EPOCHS_VAR, "").strip()
+    if not value:
+        return 1
+    if not value.isdecimal() or int(value) < 1:
+        raise ContractError(
+            f"{CHECKPOINT_EPOCHS_VAR}={value!r}: give a whole number of epochs, 1 or more "
+            f'(env={{"{CHECKPOINT_EPOCHS_VAR}": "3"}} checkpoints every third epoch and at '
+            "the end of training)"
+        )
+    return int(value)
 
 
 class StrategyError(ValueError):

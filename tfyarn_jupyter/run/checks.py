@@ -32,6 +32,10 @@ def check_program(
     tf_version = program.tensorflow_version()
     program.check_estimator(kind, tf_version)
     program.check_legacy_keras(options.env)
+    try:
+        contract.checkpoint_epochs(options.env)
+    except contract.ContractError as exc:
+        raise SpecError(str(exc)) from None
     if kind == program.UNKNOWN:
         return kind
     topology = {t: s.instances for t, s in task_specs.items()}

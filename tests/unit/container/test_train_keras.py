@@ -1,8 +1,9 @@
-"""A KerasExperiment's fit arguments: its data functions, validation, where a resumed run starts."""
+"""A KerasExperiment's fit arguments (its data functions, validation, where a resumed run
+starts) and the epochs its trainers checkpoint at."""
 
 from __future__ import annotations
 
-from tfyarn_jupyter.container.train_keras import fit_params, step_of
+from tfyarn_jupyter.container.train_keras import CheckpointSaver, fit_params, step_of
 from tfyarn_jupyter.core.spec import KerasExperiment
 from tfyarn_jupyter.protocol import contract
 
@@ -51,3 +52,44 @@ def test_missing_data_functions_leave_x_and_y_to_the_train_params():
 def test_a_checkpoints_step_is_its_number():
     assert step_of("/tmp/model/ckpt-120") == 120
     assert step_of("hdfs-model-1a2b/ckpt-7") == 7
+
+
+class FakeManager:
+    def __init__(self) -> None:
+        self.saved: list[int] = []
+
+    def save(self, checkpoint_number: int) -> None:
+        self.saved.append(checkpoint_number)
+
+
+class FakeModel:
+    """A model whose optimizer's step count the test advances by epochs of 10 steps."""
+
+    def __init__(self, step: int = 0) -> None:
+        self.optimizer = type("Opt", (), {"iterations": step})()
+
+
+def train(saver: CheckpointSaver, model: FakeModel, first_epoch: int, epochs: int) -> None:
+    for epoch in range(first_epoch, epochs):
+        model.optimizer.iterations += 10
+        saver.on_epoch_end(epoch)
+    saver.on_train_end()
+
+
+def test_the_saver_checkpoints_every_nth_epoch_and_at_the_end_of_training():
+    manager, model = FakeManager(), FakeModel()
+    train(CheckpointSaver(manager, None, model, every=3), model, 0, 7)
+    assert manager.saved == [30, 60, 70]
+
+
+def test_every_epoch_is_the_default_and_the_end_saves_no_step_twice():
+    manager, model = FakeManager(), FakeModel()
+    train(CheckpointSaver(manager, None, model), model, 0, 3)
+    assert manager.saved == [10, 20, 30]
+
+
+def test_a_resumed_run_keeps_the_epochs_it_checkpoints_at():
+    """Keras numbers a resumed run's epochs from its initial epoch, so the saver does too."""
+    manager, model = FakeManager(), FakeModel(step=30)
+    train(CheckpointSaver(manager, None, model, step=30, every=2), model, 3, 7)
+    assert manager.saved == [40, 60, 70]

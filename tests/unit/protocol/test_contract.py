@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tfyarn_jupyter.protocol import contract
 from tfyarn_jupyter.protocol.contract import (
     ATTEMPT_VAR,
     DEFAULT,
@@ -180,3 +181,16 @@ def test_keras_3_alone_is_refused_the_distributed_strategies_with_what_to_do(fla
         assert 'env={"TF_USE_LEGACY_KERAS": "1"}' in message and "tf-keras" in message
     else:
         check_keras(strategy, flavour)
+
+
+def test_checkpoints_come_every_epoch_unless_the_environment_names_a_whole_number():
+    assert contract.checkpoint_epochs({}) == 1
+    assert contract.checkpoint_epochs({contract.CHECKPOINT_EPOCHS_VAR: ""}) == 1
+    assert contract.checkpoint_epochs({contract.CHECKPOINT_EPOCHS_VAR: "3"}) == 3
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "2.5", "three"])
+def test_a_bad_checkpoint_interval_is_refused_saying_what_to_give(value):
+    with pytest.raises(ContractError, match="a whole number of epochs, 1 or more") as err:
+        contract.checkpoint_epochs({contract.CHECKPOINT_EPOCHS_VAR: value})
+    assert f"TFYARN_CHECKPOINT_EPOCHS={value!r}" in str(err.value)
