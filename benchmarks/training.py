@@ -274,7 +274,7 @@ def compare(
     got: dict[str, list[float]] = {}
     for rep in range(reps):
         local = local_fit(epochs, steps, rows, every)
-        background = yarn_fit(bench, epochs, steps, False, rows, every=every)
+        background = yarn_fit(bench, epochs, steps, synchronous=False, table_rows=rows, every=every)
         sides = {"local": local, "YARN, pushes beside training": background}
         figures = {
             "local fit": local["fit_s"],

@@ -142,15 +142,14 @@ def test_a_keras_run_checkpoints_every_nth_epoch_and_at_the_end_and_refuses_a_ba
     def experiment_fn():
         return cancer.keras_experiment(model_dir, epochs=5, steps_per_epoch=10)
 
-    before = {
-        a.id for a in skein_client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"])
-    }
+    def live() -> set[str]:
+        states = ["SUBMITTED", "ACCEPTED", "RUNNING"]
+        return {a.id for a in skein_client.get_applications(states=states)}
+
+    before = live()
     with pytest.raises(SpecError, match="TFYARN_CHECKPOINT_EPOCHS='0': give a whole number"):
         launch(experiment_fn, CHIEF, "tfyarn-test-every-0", env={CHECKPOINT_EPOCHS_VAR: "0"})
-    after = {
-        a.id for a in skein_client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"])
-    }
-    assert after <= before, "nothing submitted"
+    assert live() <= before, "nothing submitted"
 
     env = {CHECKPOINT_EPOCHS_VAR: "2", SYNC_PUSH_VAR: "1"}
     run = launch(experiment_fn, CHIEF, "tfyarn-test-every-2", env=env)
