@@ -66,6 +66,10 @@ def test_the_default_sandbox_writes_what_it_wrote_plus_recovery_only(layout):
         files["yarn-site.xml"]["yarn.node-attribute.fs-store.root-dir"] = (
             "file:///ROOT/node-attributes"
         )
+        # and since: the scheduler's asynchronous pass every 50 ms, not 5 (an idle RM's CPU)
+        files["capacity-scheduler.xml"][
+            "yarn.scheduler.capacity.schedule-asynchronously.scheduling-interval-ms"
+        ] = "50"
     now = {str(d.relative_to("/ROOT")): f for d, f in sandbox_conf.conf_folders(layout).items()}
     assert now == expected
 
