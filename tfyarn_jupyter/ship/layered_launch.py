@@ -41,7 +41,7 @@ import skein
 
 from tfyarn_jupyter.core import program
 from tfyarn_jupyter.hadoop import filesystem
-from tfyarn_jupyter.ship import interpreter, layers, packing
+from tfyarn_jupyter.ship import interpreter, layers, packing, plan_memo
 from tfyarn_jupyter.ship.layers import Layer, Plan
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def plan_environment(
     prefix: Path, exclude: Sequence[str] | None, ship_interpreter: bool | str
 ) -> tuple[Plan, Layer | None, Path]:
     """The venv's layers, the interpreter's layer where it is shipped, the base prefix."""
-    plan = layers.plan(
+    plan = plan_memo.plan(
         prefix, site_rel(prefix), layers.DEFAULT_EXCLUDE if exclude is None else exclude
     )
     base = interpreter.base_prefix(prefix)
