@@ -16,6 +16,7 @@ not kept, as git does for its index: the next launch plans again.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +30,7 @@ SETTLE_S = 2.0
 
 Stamp = tuple[tuple[str, int, int], ...]
 _kept: dict[tuple[str, str, tuple[str, ...]], tuple[Stamp, layers.Plan]] = {}
+_lock = threading.Lock()
 
 
 def stamp(prefix: Path, files: Iterable[str]) -> Stamp | None:
@@ -64,18 +66,20 @@ def plan(prefix: Path, site_rel: str, exclude: Iterable[str]) -> layers.Plan:
         kept_stamp, kept_plan = held
         if stamp(prefix, (rel for rel, _, _ in kept_stamp if rel)) == kept_stamp:
             return kept_plan
-        del _kept[key]
     started_ns = time.time_ns()
     fresh = layers.plan(prefix, site_rel, key[2])
     now = stamp(prefix, _planned_files(fresh))
     settled = started_ns - int(SETTLE_S * 1e9)
     if now is not None and all(mtime < settled for _, mtime, _ in now):
-        while len(_kept) >= KEEP:
-            del _kept[next(iter(_kept))]
-        _kept[key] = (now, fresh)
+        with _lock:  # runs launched from several threads (the magic's) plan at once
+            _kept.pop(key, None)
+            while len(_kept) >= KEEP:
+                del _kept[next(iter(_kept))]
+            _kept[key] = (now, fresh)
     return fresh
 
 
 def forget() -> None:
     """Drop every kept plan (tests, and a caller that knows the venv changed)."""
-    _kept.clear()
+    with _lock:
+        _kept.clear()
