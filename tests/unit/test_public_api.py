@@ -3,9 +3,6 @@ or on first use, and ``dir()`` lists them (what IPython's completion offers)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import tfyarn_jupyter
@@ -35,7 +32,7 @@ def test_the_version_is_the_installed_distributions():
     assert tfyarn_jupyter.__version__ == version("tfyarn_jupyter")
 
 
-def test_importing_the_package_loads_none_of_the_launching_side():
+def test_importing_the_package_loads_none_of_the_launching_side(fresh_python):
     # Every task's container imports the package (its entry point lives in it), as does the
     # client's unpickling check: the launching side's modules would cost each 0.2 CPU-s.
     code = (
@@ -46,5 +43,4 @@ def test_importing_the_package_loads_none_of_the_launching_side():
         "loaded = [m for m in client if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    fresh_python(code)

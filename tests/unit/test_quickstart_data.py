@@ -4,7 +4,6 @@ breast-cancer data without importing scikit-learn, and gets the very data
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,11 +29,10 @@ def test_the_data_is_scikit_learns_breast_cancer_standardised_shuffled_and_split
     assert len(x_train) == cancer.N_TRAIN and y_train.dtype == np.int32
 
 
-def test_loading_the_data_imports_no_scikit_learn():
+def test_loading_the_data_imports_no_scikit_learn(fresh_python):
     code = (
         f"import sys; sys.path.insert(0, {str(NOTEBOOKS)!r}); import cancer\n"
         "cancer.load_data()\n"
         "assert 'sklearn' not in sys.modules\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    fresh_python(code)

@@ -7,8 +7,6 @@ the Estimator hook's logic run against fakes of what Keras and a session give th
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 import time
 import types
 
@@ -242,15 +240,14 @@ def test_the_estimators_loss_is_the_last_of_the_losses_collection_else_its_summa
 
 
 # -- no TensorFlow on the client ------------------------------------------------------------
-def test_the_packages_task_side_names_load_without_tensorflow():
+def test_the_packages_task_side_names_load_without_tensorflow(fresh_python):
     code = (
         "import sys, tfyarn_jupyter as t\n"
         "t.report(step=1, loss=0.5)\n"
         "assert t.task_info and t.TaskInfo and t.ProgressCallback\n"
         "assert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    fresh_python(code)
 
 
 def test_logs_that_are_one_remote_value_are_fetched_and_unreadable_ones_left_out():
