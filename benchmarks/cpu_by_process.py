@@ -1,7 +1,7 @@
 """CPU seconds by kind of process while a command runs: where a run's CPU goes.
 
 ``python -m benchmarks.cpu_by_process [--interval S] -- COMMAND ...`` runs COMMAND and
-reads every process's user + system time from ``/proc/<pid>/stat`` every S seconds (0.3).
+reads every process's user + system time (psutil) every S seconds (0.3).
 When COMMAND ends it prints the CPU-seconds each kind of process used meanwhile: the
 tasks, the application masters, skein's driver, each Hadoop daemon, COMMAND and what it
 started, and the rest. The CI's lanes are bound by the two cores, so this says what a
@@ -15,12 +15,13 @@ of its time, and one that lives less than S may go unseen.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+
+import psutil
 
 #: ``(a part of the command line, the kind)``, the first that matches names the process.
 KINDS = (
@@ -42,13 +43,6 @@ def kind_of(cmdline: str, in_command: bool) -> str:
         if part in cmdline:
             return kind
     return COMMAND if in_command else OTHER
-
-
-def parse_stat(line: str, ticks_per_s: float) -> tuple[int, float]:
-    """``(parent pid, user + system seconds)`` from a ``/proc/<pid>/stat`` line (the
-    command's name, in parentheses, may hold spaces and parentheses of its own)."""
-    fields = line[line.rindex(")") + 2 :].split()
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks_per_s
 
 
 def descends_from(pid: int, root: int, parents: Mapping[int, int]) -> bool:
@@ -86,7 +80,6 @@ class Sampler:
 
     def __init__(self, root: int) -> None:
         self.root = root
-        self.ticks = float(os.sysconf("SC_CLK_TCK"))
         self.first: dict[int, float] = {}
         self.last: dict[int, float] = {}
         self.parents: dict[int, int] = {}
@@ -94,20 +87,16 @@ class Sampler:
 
     def read(self) -> dict[int, float]:
         now: dict[int, float] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
+        for proc in psutil.process_iter(["ppid", "cmdline", "cpu_times"]):
+            info = proc.info  # a field is None when the process ended while being read
+            if info["ppid"] is None or info["cpu_times"] is None:
                 continue
-            pid = int(name)
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    self.parents[pid], now[pid] = parse_stat(f.read(), self.ticks)
-                if pid not in self.kinds:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-                    in_command = descends_from(pid, self.root, self.parents)
-                    self.kinds[pid] = kind_of(cmdline, in_command)
-            except (OSError, ValueError, IndexError):
-                continue  # it ended while being read
+            self.parents[proc.pid] = info["ppid"]
+            now[proc.pid] = info["cpu_times"].user + info["cpu_times"].system
+            if proc.pid not in self.kinds:
+                cmdline = " ".join(info["cmdline"] or ())
+                in_command = descends_from(proc.pid, self.root, self.parents)
+                self.kinds[proc.pid] = kind_of(cmdline, in_command)
         return now
 
     def start(self) -> None:

@@ -1,4 +1,4 @@
-"""CPU by kind of process: the kinds, the readings of /proc, the sums, and a real command."""
+"""CPU by kind of process: the kinds, descent from the command, the sums, and a real command."""
 
 from __future__ import annotations
 
@@ -34,11 +34,6 @@ from benchmarks import cpu_by_process as cpu
 )
 def test_a_process_is_named_by_its_command_line_and_by_who_started_it(cmdline, in_command, kind):
     assert cpu.kind_of(cmdline, in_command) == kind
-
-
-def test_a_stat_line_gives_the_parent_and_user_plus_system_seconds_whatever_the_name():
-    line = "4242 (tf (worker) 1) S 17 4242 4242 0 -1 4194304 10 0 0 0 250 50 0 0 20 0 9 0"
-    assert cpu.parse_stat(line, 100.0) == (17, 3.0)
 
 
 def test_a_process_descends_from_the_command_through_its_parents_and_cycles_end():

@@ -1,8 +1,8 @@
 """Shipping the notebook's environment to the containers.
 
 ``packing``: one tar of the environment; ``layers``: the content-addressed layers
-(``plan_memo`` keeps a venv's plan while its files are unchanged)
-planned from the installed distributions; ``layered_launch``: uploading the missing
+planned from the installed distributions (``plan_memo`` keeps a venv's plan while its
+files are unchanged); ``layered_launch``: uploading the missing
 layers and writing the container's assembly; ``interpreter``: the Python shipped
 for nodes without one. ``shipped``: what both ways have in common (:class:`ShippedEnv`).
 """
