@@ -27,7 +27,7 @@ from .stats import render_markdown
 from .strategies import strategies
 from .tf_hdfs import tf_hdfs
 from .tfyarn070 import tfyarn070
-from .training import training, training_1gb, training_1gb_few
+from .training import training, training_1gb, training_1gb_few, training_1gb_spaced
 from .watching import watching
 
 
@@ -70,7 +70,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="",
                         help="comma-separated sections: launches,training,packing,hdfs,"
                              "tf_hdfs,watching,bare,sandbox,tfyarn070,current_tf,layers,"
-                             "training_1gb,training_1gb_few,strategies,compression,gpus "
+                             "training_1gb,training_1gb_few,training_1gb_spaced,strategies,"
+                             "compression,gpus "
                              "(default: all)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.reps < 1:
@@ -92,6 +93,7 @@ def sections(cfg: Config) -> list[tuple[str, Callable[[Bench], None], bool]]:
         ("training", training, not cfg.smoke),
         ("training_1gb", training_1gb, not cfg.smoke),
         ("training_1gb_few", training_1gb_few, not cfg.smoke),
+        ("training_1gb_spaced", training_1gb_spaced, not cfg.smoke),
         ("strategies", strategies, not cfg.smoke),
         ("tfyarn070", tfyarn070, cfg.tfyarn070),
         ("current_tf", current_tf, not cfg.smoke),
