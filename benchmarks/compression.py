@@ -106,9 +106,7 @@ def break_even_mb_s(plain: dict[str, float], codec: dict[str, float]) -> float:
 def compression(bench: Bench) -> None:
     """Bytes, client and node seconds per codec on the venv's layers, and the break-even."""
     if bench.cfg.smoke:  # the code path on a tiny venv; the real one takes minutes
-        prefix = bench.tmp / "tiny-venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)],
-                       check=True, capture_output=True)  # fmt: skip
+        prefix = bench.tiny_venv()
         what = "a tiny venv (--smoke)"
     else:
         prefix, what = Path(sys.prefix), "this venv's layers"

@@ -24,10 +24,7 @@ VARIANTS = ["tfyarn pack (tar, its excludes)", "tar -cf (I/O floor)", "venv-pack
 
 def packing(bench: Bench) -> None:
     if bench.cfg.smoke:  # the code path on a tiny venv; the real ones take minutes
-        prefix = bench.tmp / "tiny-venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)],
-                       check=True, capture_output=True)  # fmt: skip
-        _packing(bench, prefix, "a tiny venv (--smoke)")
+        _packing(bench, bench.tiny_venv(), "a tiny venv (--smoke)")
         return
     _packing(bench, env_packing.venv_prefix(), "this venv")
     # venv-pack refuses a venv with an editable install, as this one is; tf-yarn's
