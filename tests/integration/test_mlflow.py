@@ -20,7 +20,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -39,6 +38,13 @@ pytestmark = [pytest.mark.sandbox, pytest.mark.tf215_only]
 
 
 SERVER_START_TIMEOUT_S = 120
+#: The full mlflow, whose `mlflow server` the test starts, lives in a venv of its own
+#: (.ci/setup's .venv-mlflow): the test environments, shipped to YARN, keep the tracking
+#: client (mlflow-skinny) a user's notebook has. TFYARN_MLFLOW_SERVER names another.
+MLFLOW_SERVER = Path(
+    os.environ.get("TFYARN_MLFLOW_SERVER")
+    or Path(__file__).resolve().parents[2] / ".venv-mlflow" / "bin" / "mlflow"
+)
 
 
 def launch_with_mlflow(experiment_fn, cancer_files, uri: str):
@@ -116,11 +122,17 @@ def serve_mlflow(tmp_path: Path, artifacts: Path) -> Iterator[str]:
     ``artifacts``); its URL.
 
     It runs in its own process group, stopped (TERM, then KILL) whatever the test did."""
+    if not os.access(MLFLOW_SERVER, os.X_OK):
+        pytest.fail(
+            f"no `mlflow` at {MLFLOW_SERVER}: the MLflow server runs from a venv of its own; "
+            "make it with .ci/setup (.venv-mlflow), or point TFYARN_MLFLOW_SERVER at an "
+            "`mlflow` executable of the full mlflow package"
+        )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "mlflow-server.log").open("wb")
     cmd = [
-        str(Path(sys.executable).with_name("mlflow")), "server",
+        str(MLFLOW_SERVER), "server",
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
         "--backend-store-uri", f"sqlite:///{tmp_path}/mlflow.db",
         "--serve-artifacts", "--artifacts-destination", str(artifacts),
